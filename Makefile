@@ -1,0 +1,25 @@
+# One command to set up and run the default workflow, one to set up and test.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORES ?= all
+
+.PHONY: run test lint clean
+
+$(BIN)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -c constraints.txt -e '.[test]'
+	touch $@
+
+run: $(BIN)/.installed
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES)
+
+test: $(BIN)/.installed
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+lint: $(BIN)/.installed
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
+
+clean:
+	rm -rf results/datasets results/models results/features results/predictions results/scores results/summary.* logs benchmarks .snakemake

@@ -1,0 +1,38 @@
+"""Write-then-rename, so a killed job never leaves an artifact that looks finished."""
+
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def _temporary_sibling(final: Path) -> Path:
+    return final.with_name(f".{final.name}.partial-{os.getpid()}")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+@contextmanager
+def atomic_output(final):
+    """Yield a temporary path beside `final`; rename it into place on success.
+
+    Works for files and directories (an LMDB store). On any exception the
+    temporary is removed and `final` is left as it was.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    temporary = _temporary_sibling(final)
+    _remove(temporary)
+    try:
+        yield temporary
+    except BaseException:
+        _remove(temporary)
+        raise
+    if final.is_dir() and not final.is_symlink():
+        shutil.rmtree(final)
+    os.replace(temporary, final)

@@ -1,0 +1,86 @@
+"""A prepared dataset directory: images.lmdb + texts.jsonl + meta.json."""
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from .captions import Captions, check_references, load_captions
+from .imagestore import ImageStore, write_image_store
+from .jsonl import read_json, write_json, write_jsonl
+
+
+class _ChecksummedImages:
+    """Pass images through while remembering a digest per id."""
+
+    def __init__(self, images: Iterable[tuple[int, bytes]]):
+        self._images = images
+        self.digests: dict[int, bytes] = {}
+
+    def __iter__(self):
+        for image_id, raw in self._images:
+            self.digests[image_id] = hashlib.sha256(raw).digest()
+            yield image_id, raw
+
+
+def content_checksum(image_digests: dict[int, bytes], texts_path) -> str:
+    """sha256 over the images in id order and the captions file: stable across runs."""
+    total = hashlib.sha256()
+    for image_id in sorted(image_digests):
+        total.update(f"{image_id}:".encode())
+        total.update(image_digests[image_id])
+    total.update(Path(texts_path).read_bytes())
+    return "sha256:" + total.hexdigest()
+
+
+def caption_rows(captions: Captions) -> Iterable[dict]:
+    for text_id, text, image_ids in zip(captions.text_ids, captions.texts, captions.image_ids):
+        yield {"text_id": int(text_id), "text": text, "image_ids": image_ids.tolist()}
+
+
+def write_texts_and_meta(
+    out_dir, captions: Captions, image_ids: np.ndarray, image_digests: dict[int, bytes], source: dict
+) -> dict:
+    """Write texts.jsonl and meta.json for images already in place; return meta."""
+    out_dir = Path(out_dir)
+    texts_path = out_dir / "texts.jsonl"
+    write_jsonl(texts_path, caption_rows(captions))
+    captioned = np.isin(image_ids, captions.referenced_image_ids())
+    meta = {
+        "counts": {
+            "images": int(len(image_ids)),
+            "texts": int(len(captions)),
+            "images_without_caption": int((~captioned).sum()),
+        },
+        "checksum": content_checksum(image_digests, texts_path),
+        "source": source,
+    }
+    write_json(out_dir / "meta.json", meta)
+    return meta
+
+
+def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captions, source: dict) -> dict:
+    """Write a whole prepared dataset; nothing is left behind if validation fails."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store_path = out_dir / "images.lmdb"
+    checksummed = _ChecksummedImages(images)
+    write_image_store(store_path, checksummed)
+    image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
+    try:
+        check_references(captions, image_ids, source.get("texts", out_dir / "texts.jsonl"))
+        return write_texts_and_meta(out_dir, captions, image_ids, checksummed.digests, source)
+    except BaseException:
+        shutil.rmtree(store_path, ignore_errors=True)
+        raise
+
+
+def load_dataset_meta(dataset_dir) -> dict:
+    return read_json(Path(dataset_dir) / "meta.json")
+
+
+def open_dataset(dataset_dir) -> tuple[ImageStore, Captions]:
+    dataset_dir = Path(dataset_dir)
+    return ImageStore(dataset_dir / "images.lmdb"), load_captions(dataset_dir / "texts.jsonl")

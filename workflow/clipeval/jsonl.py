@@ -1,0 +1,62 @@
+"""jsonl reading and writing through jsonlines with orjson."""
+
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import jsonlines
+import orjson
+
+from .atomic import atomic_output
+from .errors import ClipevalError
+
+
+def _dumps(obj) -> str:
+    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+def read_jsonl(path) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, object) for each line; malformed lines raise ClipevalError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClipevalError(f"{path}: file not found")
+    with open(path, "rb") as handle:
+        reader = jsonlines.Reader(handle, loads=orjson.loads)
+        line_number = 0
+        try:
+            for line_number, obj in enumerate(reader.iter(skip_empty=True), start=1):
+                if not isinstance(obj, dict):
+                    raise ClipevalError(f"{path}:{line_number}: expected a JSON object")
+                yield line_number, obj
+        except jsonlines.InvalidLineError as error:
+            raise ClipevalError(f"{path}:{error.lineno}: malformed JSON line") from None
+
+
+def write_jsonl(path, rows: Iterable[dict]) -> int:
+    """Write rows atomically; return how many were written."""
+    count = 0
+    with atomic_output(path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            writer = jsonlines.Writer(handle, dumps=_dumps)
+            for row in rows:
+                writer.write(row)
+                count += 1
+    return count
+
+
+def read_json(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ClipevalError(f"{path}: file not found")
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise ClipevalError(f"{path}: malformed JSON ({error})") from None
+
+
+def write_json(path, obj) -> None:
+    """Write pretty, key-sorted JSON atomically, so equal content gives equal bytes."""
+    with atomic_output(path) as temporary:
+        Path(temporary).write_bytes(
+            orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+            + b"\n"
+        )

@@ -1,0 +1,89 @@
+"""Build open_clip models from (arch, pretrained) with clear errors.
+
+Importing this module registers the model configs shipped with clipeval
+(for example `clipeval-tiny`) with open_clip, so they resolve by name.
+"""
+
+import hashlib
+from importlib.resources import files
+from pathlib import Path
+
+import open_clip
+import torch
+
+from .errors import ClipevalError
+
+MODEL_CONFIG_DIR = Path(str(files("clipeval") / "model_configs"))
+open_clip.add_model_config(MODEL_CONFIG_DIR)
+
+_CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".npz", ".ckpt")
+
+
+def looks_like_path(pretrained: str) -> bool:
+    return "/" in pretrained or pretrained.endswith(_CHECKPOINT_SUFFIXES)
+
+
+def check_arch(arch: str) -> None:
+    if arch.startswith(("hf-hub:", "local-dir:")):
+        return
+    if arch not in open_clip.list_models():
+        raise ClipevalError(f"unknown open_clip arch {arch!r} (see open_clip.list_models())")
+
+
+def check_pretrained(arch: str, pretrained: str | None) -> None:
+    if not pretrained:
+        return
+    if looks_like_path(pretrained):
+        if not Path(pretrained).is_file():
+            raise ClipevalError(f"{pretrained}: checkpoint file not found (model arch {arch})")
+        return
+    tags = open_clip.list_pretrained_tags_by_model(arch)
+    if pretrained not in tags:
+        known = ", ".join(tags) or "none"
+        raise ClipevalError(f"unknown pretrained tag {pretrained!r} for arch {arch!r} (known: {known})")
+
+
+def build_model(arch: str, pretrained: str | None, device: str = "cpu", precision: str = "fp32"):
+    """Return (model in eval mode, eval preprocess, tokenizer)."""
+    check_arch(arch)
+    check_pretrained(arch, pretrained)
+    try:
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            arch,
+            pretrained=pretrained or None,
+            device=device,
+            precision=precision,
+            require_pretrained=bool(pretrained),
+        )
+    except RuntimeError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if looks_like_path(pretrained or ""):
+            raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {first_line}") from None
+        raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {first_line}") from None
+    except Exception as error:  # torch.load on a non-checkpoint file raises many types
+        if looks_like_path(pretrained or ""):
+            raise ClipevalError(f"{pretrained}: not a loadable checkpoint ({type(error).__name__})") from None
+        raise
+    model.eval()
+    return model, preprocess, open_clip.get_tokenizer(arch)
+
+
+def weights_identity(pretrained: str | None) -> str:
+    """sha256 of a local checkpoint, or the open_clip tag it was named by."""
+    if not pretrained:
+        return "random-init"
+    if looks_like_path(pretrained):
+        digest = hashlib.sha256()
+        with open(pretrained, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return "sha256:" + digest.hexdigest()
+    return f"open_clip-tag:{pretrained}"
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ClipevalError(f"device {device!r} requested but torch sees no CUDA device")
+    return device
