@@ -64,16 +64,17 @@ def write_texts_and_meta(
 def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captions, source: dict) -> dict:
     """Write a whole prepared dataset; nothing is left behind if validation fails."""
     out_dir = Path(out_dir)
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     store_path = out_dir / "images.lmdb"
-    checksummed = _ChecksummedImages(images)
-    write_image_store(store_path, checksummed)
-    image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
     try:
+        checksummed = _ChecksummedImages(images)
+        write_image_store(store_path, checksummed)
+        image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
         check_references(captions, image_ids, source.get("texts", out_dir / "texts.jsonl"))
         return write_texts_and_meta(out_dir, captions, image_ids, checksummed.digests, source)
     except BaseException:
-        shutil.rmtree(store_path, ignore_errors=True)
+        shutil.rmtree(out_dir if created else store_path, ignore_errors=True)
         raise
 
 

@@ -1,0 +1,199 @@
+"""`clipeval SUBCOMMAND …`: each workflow stage as a command. Adapters only: logic lives in the modules."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import ClipevalError
+
+
+def _make_shapes(args):
+    from .dataset import write_dataset
+    from .shapes import generate_shapes
+
+    images, captions, _ = generate_shapes(args.num_images, args.seed, args.first_image_id)
+    source = {"format": "shapes", "num_images": args.num_images, "seed": args.seed}
+    meta = write_dataset(args.out, images, captions, source)
+    print(f"wrote {meta['counts']['images']} images, {meta['counts']['texts']} captions to {args.out}")
+
+
+def _import_cnclip(args):
+    from .cnclip import import_cnclip
+
+    meta = import_cnclip(args.images, args.texts, args.out)
+    print(f"wrote {meta['counts']['images']} images, {meta['counts']['texts']} captions to {args.out}")
+    if meta["counts"]["images_without_caption"]:
+        print(f"note: {meta['counts']['images_without_caption']} images have no caption")
+
+
+def _train(args):
+    from .train import train_clip
+
+    train_clip(args.arch, args.dataset, args.output, args.epochs, args.batch_size, args.lr, args.seed)
+
+
+def _extract_features(args):
+    from .captions import load_captions
+    from .extract import encode_images, encode_texts
+    from .features import write_features
+    from .imagestore import ImageStore
+    from .jsonl import write_json
+    from .model import build_model, resolve_device, weights_identity
+    from .provenance import library_versions
+
+    device = resolve_device(args.device)
+    captions = load_captions(args.texts)
+    store = ImageStore(args.images)
+    store.image_ids()  # fail on an empty or unreadable store before the model loads
+    model, preprocess, tokenizer = build_model(args.arch, args.pretrained, device=device)
+    speed = {"batch_size": args.batch_size, "device": device, "precision": args.precision}
+    image_ids, image_matrix = encode_images(model, preprocess, store, num_workers=args.num_workers, **speed)
+    text_ids, text_matrix = encode_texts(model, tokenizer, captions.text_ids, captions.texts, **speed)
+    write_features(args.image_output, "image_id", image_ids, image_matrix)
+    write_features(args.text_output, "text_id", text_ids, text_matrix)
+    write_json(args.meta_output, {
+        "arch": args.arch,
+        "pretrained": args.pretrained,
+        "weights": weights_identity(args.pretrained),
+        "precision": args.precision,
+        "dimension": int(image_matrix.shape[1]),
+        "counts": {"images": int(len(image_ids)), "texts": int(len(text_ids))},
+        "versions": library_versions(),
+    })
+
+
+def _make_topk_predictions(args):
+    from .features import check_same_dimension, read_features
+    from .jsonl import write_jsonl
+    from .knn import DIRECTIONS, FaissSearcher, prediction_rows, top_k
+
+    sides = {
+        "images": (args.image_feats, *read_features(args.image_feats, "image_id")),
+        "texts": (args.text_feats, *read_features(args.text_feats, "text_id")),
+    }
+    check_same_dimension(sides["images"][0], sides["images"][2], sides["texts"][0], sides["texts"][2])
+    query_side, gallery_side, _, _ = DIRECTIONS[args.direction]
+    _, query_ids, queries = sides[query_side]
+    _, gallery_ids, gallery = sides[gallery_side]
+    searcher = FaissSearcher(gallery, args.device)
+    ids, scores = top_k(queries, gallery, gallery_ids, args.top_k, searcher)
+    write_jsonl(args.output, prediction_rows(query_ids, ids, scores, args.direction))
+    where = "GPU" if searcher.uses_gpu else "CPU"
+    print(f"{args.direction}: top-{ids.shape[1]} for {len(query_ids)} queries over {len(gallery_ids)} items ({where})")
+
+
+def _score_retrieval(args):
+    from .captions import load_captions
+    from .jsonl import read_json, write_json
+    from .predictions import load_predictions
+    from .provenance import library_versions
+    from .retrieval import score_retrieval
+
+    captions = load_captions(args.texts)
+    metrics = score_retrieval(
+        captions,
+        load_predictions(args.t2i, "t2i"),
+        load_predictions(args.i2t, "i2t"),
+        args.recall_at,
+        args.allow_queries_without_positive,
+    )
+    metrics["provenance"] = {
+        "versions": library_versions(),
+        "dataset": read_json(args.dataset_meta) if args.dataset_meta else None,
+        "features": read_json(args.features_meta) if args.features_meta else None,
+        "config": json.loads(args.config) if args.config else None,
+    }
+    write_json(args.output, metrics)
+    print(f"t2i {metrics['t2i']}  i2t {metrics['i2t']}  rsum {metrics['rsum']:.2f}")
+
+
+def _summarize(args):
+    from .summary import summarize
+
+    rows = summarize([tuple(entry) for entry in args.entry or []], args.csv, args.markdown)
+    print(f"wrote {len(rows)} rows to {args.csv} and {args.markdown}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="clipeval", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    shapes = commands.add_parser("make-shapes", help="generate the synthetic shapes benchmark")
+    shapes.add_argument("--num-images", type=int, required=True)
+    shapes.add_argument("--seed", type=int, required=True)
+    shapes.add_argument("--first-image-id", type=int, default=0)
+    shapes.add_argument("--out", type=Path, required=True)
+    shapes.set_defaults(handler=_make_shapes)
+
+    cnclip = commands.add_parser("import-cnclip", help="import Chinese-CLIP *_imgs.tsv (or image LMDB) + *_texts.jsonl")
+    cnclip.add_argument("--images", type=Path, required=True)
+    cnclip.add_argument("--texts", type=Path, required=True)
+    cnclip.add_argument("--out", type=Path, required=True)
+    cnclip.set_defaults(handler=_import_cnclip)
+
+    train = commands.add_parser("train", help="train a CLIP from scratch on a prepared dataset")
+    train.add_argument("--arch", required=True)
+    train.add_argument("--dataset", type=Path, required=True)
+    train.add_argument("--output", type=Path, required=True)
+    train.add_argument("--epochs", type=int, required=True)
+    train.add_argument("--batch-size", type=int, required=True)
+    train.add_argument("--lr", type=float, required=True)
+    train.add_argument("--seed", type=int, required=True)
+    train.set_defaults(handler=_train)
+
+    extract = commands.add_parser("extract-features", help="encode a dataset's images and captions")
+    extract.add_argument("--arch", required=True)
+    extract.add_argument("--pretrained", default=None, help="open_clip tag or checkpoint path")
+    extract.add_argument("--images", type=Path, required=True, help="image LMDB directory")
+    extract.add_argument("--texts", type=Path, required=True, help="texts.jsonl")
+    extract.add_argument("--image-output", type=Path, required=True)
+    extract.add_argument("--text-output", type=Path, required=True)
+    extract.add_argument("--meta-output", type=Path, required=True)
+    extract.add_argument("--precision", default="fp32", choices=("fp32", "fp16", "bf16", "amp"))
+    extract.add_argument("--batch-size", type=int, default=256)
+    extract.add_argument("--num-workers", type=int, default=2)
+    extract.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    extract.set_defaults(handler=_extract_features)
+
+    knn = commands.add_parser("make-topk-predictions", help="exact inner-product top-k with FAISS")
+    knn.add_argument("--image-feats", type=Path, required=True)
+    knn.add_argument("--text-feats", type=Path, required=True)
+    knn.add_argument("--top-k", type=int, default=10)
+    knn.add_argument("--direction", choices=("t2i", "i2t"), required=True)
+    knn.add_argument("--output", type=Path, required=True)
+    knn.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto")
+    knn.set_defaults(handler=_make_topk_predictions)
+
+    score = commands.add_parser("score-retrieval", help="recall@K both ways, Rsum and mean recall")
+    score.add_argument("--texts", type=Path, required=True, help="texts.jsonl holding the ground truth")
+    score.add_argument("--t2i", type=Path, required=True)
+    score.add_argument("--i2t", type=Path, required=True)
+    score.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
+    score.add_argument("--allow-queries-without-positive", action="store_true")
+    score.add_argument("--dataset-meta", type=Path)
+    score.add_argument("--features-meta", type=Path)
+    score.add_argument("--config", help="JSON of the config that produced this result, for provenance")
+    score.add_argument("--output", type=Path, required=True)
+    score.set_defaults(handler=_score_retrieval)
+
+    summary = commands.add_parser("summarize", help="gather metrics into summary.csv and summary.md")
+    summary.add_argument("--entry", nargs=3, action="append", metavar=("MODEL", "DATASET", "METRICS_JSON"))
+    summary.add_argument("--csv", type=Path, required=True)
+    summary.add_argument("--markdown", type=Path, required=True)
+    summary.set_defaults(handler=_summarize)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except ClipevalError as error:
+        print(f"clipeval: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

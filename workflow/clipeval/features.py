@@ -1,0 +1,73 @@
+"""Feature files: `{"image_id": 3, "feature": [...]}` / `{"text_id": 12, "feature": [...]}`.
+
+Features are held as one float32 matrix per side, with an int64 id vector.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ClipevalError
+from .ids import require_id
+from .jsonl import read_jsonl, write_jsonl
+
+ID_KEYS = ("image_id", "text_id")
+
+
+def write_features(path, id_key: str, ids: np.ndarray, matrix: np.ndarray) -> None:
+    assert id_key in ID_KEYS and len(ids) == len(matrix)
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    write_jsonl(path, ({id_key: int(i), "feature": row} for i, row in zip(ids, matrix)))
+
+
+def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return (ids, float32 matrix) after checking ids, dimensions and values."""
+    path = Path(path)
+    ids, rows, lines = [], [], []
+    seen = {}
+    for line, row in read_jsonl(path):
+        where = f"{path}:{line}"
+        feature_id = require_id(row.get(id_key), where, id_key)
+        if feature_id in seen:
+            raise ClipevalError(f"{where}: duplicate {id_key} {feature_id} (first on line {seen[feature_id]})")
+        seen[feature_id] = line
+        feature = row.get("feature")
+        if not isinstance(feature, list) or not feature:
+            raise ClipevalError(f"{where}: {id_key} {feature_id} has no feature list")
+        ids.append(feature_id)
+        rows.append(feature)
+        lines.append(line)
+    if not ids:
+        raise ClipevalError(f"{path}: no features")
+    dims = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    if (dims != dims[0]).any():
+        bad = int(np.argmax(dims != dims[0]))
+        raise ClipevalError(
+            f"{path}:{lines[bad]}: {id_key} {ids[bad]} has dimension {dims[bad]}, expected {dims[0]}"
+        )
+    try:
+        matrix = np.array(rows, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ClipevalError(f"{path}: feature values must be numbers") from None
+    ids = np.array(ids, dtype=np.int64)
+    _check_values(path, id_key, ids, matrix, lines)
+    return ids, matrix
+
+
+def _check_values(path, id_key, ids, matrix, lines) -> None:
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = int(np.argmin(finite))
+        raise ClipevalError(f"{path}:{lines[bad]}: {id_key} {ids[bad]} has a NaN or infinite feature value")
+    zero = ~matrix.any(axis=1)
+    if zero.any():
+        bad = int(np.argmax(zero))
+        raise ClipevalError(f"{path}:{lines[bad]}: {id_key} {ids[bad]} has a zero-norm feature")
+
+
+def check_same_dimension(image_path, image_matrix, text_path, text_matrix) -> None:
+    if image_matrix.shape[1] != text_matrix.shape[1]:
+        raise ClipevalError(
+            f"{image_path} has {image_matrix.shape[1]}-dimensional features but "
+            f"{text_path} has {text_matrix.shape[1]}"
+        )

@@ -1,0 +1,46 @@
+"""Top-k prediction files, read into one padded id matrix per direction."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ClipevalError
+from .ids import require_id
+from .jsonl import read_jsonl
+from .knn import DIRECTIONS
+
+PADDING = -1
+
+
+@dataclass(frozen=True)
+class Predictions:
+    path: Path
+    direction: str
+    query_ids: np.ndarray  # int64, file order
+    ranked_ids: np.ndarray  # (n_queries, longest list), PADDING where a list is shorter
+
+
+def load_predictions(path, direction: str) -> Predictions:
+    path = Path(path)
+    _, _, query_key, predicted_key = DIRECTIONS[direction]
+    query_ids, lists = [], []
+    seen = {}
+    for line, row in read_jsonl(path):
+        where = f"{path}:{line}"
+        query_id = require_id(row.get(query_key), where, query_key)
+        if query_id in seen:
+            raise ClipevalError(f"{where}: duplicate prediction for {query_key} {query_id} (first on line {seen[query_id]})")
+        seen[query_id] = line
+        ranked = row.get(predicted_key)
+        if not isinstance(ranked, list):
+            raise ClipevalError(f"{where}: {query_key} {query_id} needs a {predicted_key} list")
+        lists.append([require_id(i, f"{where}: {query_key} {query_id}", predicted_key) for i in ranked])
+        query_ids.append(query_id)
+    if not query_ids:
+        raise ClipevalError(f"{path}: no predictions")
+    width = max(len(ranked) for ranked in lists)
+    ranked_ids = np.full((len(lists), width), PADDING, dtype=np.int64)
+    for row, ranked in enumerate(lists):
+        ranked_ids[row, :len(ranked)] = ranked
+    return Predictions(path, direction, np.array(query_ids, dtype=np.int64), ranked_ids)
