@@ -1,0 +1,31 @@
+# clipeval: evaluate CLIP-style models on image-text retrieval.
+# Run: snakemake --cores all   (see README.md)
+
+from snakemake.utils import min_version, validate
+
+min_version("8.20")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "config/schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/prepare.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/extract.smk"
+include: "workflow/rules/knn.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/summary.smk"
+
+
+check_train_datasets()
+
+
+rule all:
+    input:
+        "results/summary.csv",
+        "results/summary.md",
+    default_target: True

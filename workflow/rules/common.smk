@@ -1,0 +1,197 @@
+# Helpers shared by every rule: config lookups, input functions, fingerprints.
+
+import hashlib
+import json
+import os
+import re
+import shlex
+from importlib import metadata
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
+ENV_FILE = "../../envs/clipeval.yaml"
+
+# Rules run `python -m clipeval` from this checkout, so a conda environment
+# (--sdm conda) needs only the dependencies, not an install of clipeval.
+shell.prefix(
+    "set -euo pipefail; "
+    # Braces are doubled: Snakemake formats the prefix like a shell command.
+    + "export PYTHONPATH="
+    + shlex.quote(str(PACKAGE_DIR.parent))
+    + "${{PYTHONPATH:+:$PYTHONPATH}}; "
+)
+
+EVALUATED_TASKS = ("retrieval",)
+
+# The modules each stage runs and the libraries whose versions shape its output.
+# A change to either re-runs the stage: shell rules alone would not notice.
+STAGE_CODE = {
+    "prepare": (
+        ["shapes.py", "cnclip.py", "dataset.py", "captions.py", "imagestore.py", "jsonl.py", "ids.py", "atomic.py"],
+        ["pillow", "lmdb", "numpy"],
+    ),
+    "train": (
+        ["train.py", "model.py", "dataset.py", "captions.py", "imagestore.py", "model_configs/clipeval-tiny.json"],
+        ["torch", "open_clip_torch", "pillow", "numpy"],
+    ),
+    "extract": (
+        ["extract.py", "model.py", "features.py", "captions.py", "imagestore.py", "jsonl.py", "model_configs/clipeval-tiny.json"],
+        ["torch", "torchvision", "open_clip_torch", "pillow"],
+    ),
+    "knn": (["knn.py", "features.py", "jsonl.py"], ["faiss-cpu", "faiss-gpu", "numpy"]),
+    "score": (["retrieval.py", "predictions.py", "captions.py", "provenance.py", "jsonl.py"], ["numpy"]),
+    "summary": (["summary.py", "jsonl.py"], []),
+}
+
+
+def _installed_version(distribution):
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def stage_fingerprint(stage):
+    """A digest of a stage's own code and library versions, passed as a param."""
+    modules, libraries = STAGE_CODE[stage]
+    digest = hashlib.sha256()
+    for module in modules + ["cli.py"]:
+        digest.update(module.encode() + b"\0" + (PACKAGE_DIR / module).read_bytes())
+    for library in libraries:
+        digest.update(f"{library}=={_installed_version(library)}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def fail(message):
+    raise WorkflowError(f"config error: {message}")
+
+
+def dataset_config(name):
+    if name not in config["datasets"]:
+        fail(f"unknown dataset {name!r} (known: {', '.join(config['datasets'])})")
+    return config["datasets"][name]
+
+
+def model_config(name):
+    if name not in config["models"]:
+        fail(f"unknown model {name!r} (known: {', '.join(config['models'])})")
+    return config["models"][name]
+
+
+def evaluation_pairs():
+    """(model, dataset) pairs, in config order."""
+    if "evaluate" in config:
+        pairs = [(entry["model"], entry["dataset"]) for entry in config["evaluate"]]
+        for model, dataset in pairs:
+            model_config(model)
+            if dataset_config(dataset)["task"] not in EVALUATED_TASKS:
+                fail(f"evaluate lists dataset {dataset!r}, whose task {dataset_config(dataset)['task']!r} is not evaluated")
+        return pairs
+    return [
+        (model, dataset)
+        for model in config["models"]
+        for dataset, entry in config["datasets"].items()
+        if entry["task"] in EVALUATED_TASKS
+    ]
+
+
+def check_train_datasets():
+    for name, entry in config["models"].items():
+        if "train" in entry:
+            dataset_config(entry["train"]["dataset"])
+
+
+def names_matching(names):
+    """A wildcard constraint matching exactly these names (or nothing)."""
+    names = list(names)
+    return "|".join(re.escape(n) for n in names) if names else "(?!x)x"
+
+
+def datasets_of_format(fmt):
+    return names_matching(n for n, e in config["datasets"].items() if e["format"] == fmt)
+
+
+def dataset_dir(name):
+    return f"results/datasets/{name}"
+
+
+def dataset_files(name):
+    return {
+        "images": f"{dataset_dir(name)}/images.lmdb",
+        "texts": f"{dataset_dir(name)}/texts.jsonl",
+        "meta": f"{dataset_dir(name)}/meta.json",
+    }
+
+
+def checkpoint_of(model):
+    """The weights file a model's extraction depends on, if it is local."""
+    entry = model_config(model)
+    if "train" in entry:
+        return f"results/models/{model}/checkpoint.pt"
+    pretrained = entry["pretrained"]
+    if "/" in pretrained or Path(pretrained).suffix:
+        return pretrained
+    return None
+
+
+def train_inputs(wildcards):
+    return dataset_files(model_config(wildcards.model)["train"]["dataset"])
+
+
+def extract_inputs(wildcards):
+    files = dataset_files(wildcards.dataset)
+    inputs = {"images": files["images"], "texts": files["texts"]}
+    weights = checkpoint_of(wildcards.model)
+    if weights:
+        inputs["weights"] = weights
+    return inputs
+
+
+def pretrained_option(wildcards, input):
+    if "weights" in input.keys():
+        return f"--pretrained {shlex.quote(input.weights)}"
+    return f"--pretrained {shlex.quote(model_config(wildcards.model)['pretrained'])}"
+
+
+def features_of(wildcards):
+    base = f"results/features/{wildcards.model}/{wildcards.dataset}"
+    return {"images": f"{base}/images.jsonl", "texts": f"{base}/texts.jsonl", "meta": f"{base}/meta.json"}
+
+
+def score_inputs(wildcards):
+    predictions = f"results/predictions/{wildcards.model}/{wildcards.dataset}"
+    files = dataset_files(wildcards.dataset)
+    return {
+        "texts": files["texts"],
+        "dataset_meta": files["meta"],
+        "features_meta": features_of(wildcards)["meta"],
+        "t2i": f"{predictions}/t2i.jsonl",
+        "i2t": f"{predictions}/i2t.jsonl",
+    }
+
+
+def result_config(wildcards):
+    """The config that determines a score, recorded in its provenance."""
+    return json.dumps(
+        {
+            "model": {"name": wildcards.model, **model_config(wildcards.model)},
+            "dataset": {"name": wildcards.dataset, **dataset_config(wildcards.dataset)},
+            "extract": {"precision": config["extract"]["precision"]},
+            "knn": {"top_k": config["knn"]["top_k"]},
+            "metrics": config["metrics"],
+        },
+        sort_keys=True,
+    )
+
+
+def score_files():
+    return [f"results/scores/{model}/{dataset}/retrieval.json" for model, dataset in evaluation_pairs()]
+
+
+def summary_entries():
+    return " ".join(
+        f"--entry {model} {dataset} results/scores/{model}/{dataset}/retrieval.json"
+        for model, dataset in evaluation_pairs()
+    )

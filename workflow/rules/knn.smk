@@ -1,0 +1,25 @@
+# knn: top-k predictions in both directions, t2i (texts query images) and i2t.
+
+
+rule knn:
+    input:
+        images="results/features/{model}/{dataset}/images.jsonl",
+        texts="results/features/{model}/{dataset}/texts.jsonl",
+    output:
+        predictions="results/predictions/{model}/{dataset}/{direction}.jsonl",
+    wildcard_constraints:
+        direction="t2i|i2t",
+    params:
+        top_k=config["knn"]["top_k"],
+        code=stage_fingerprint("knn"),
+    threads: min(2, workflow.cores)
+    resources:
+        device=config["knn"]["device"],  # speed, not results: not a param
+    log:
+        "logs/knn/{model}/{dataset}/{direction}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval make-topk-predictions --image-feats {input.images} --text-feats {input.texts}"
+        " --top-k {params.top_k} --direction {wildcards.direction} --device {resources.device}"
+        " --output {output.predictions} > {log} 2>&1"

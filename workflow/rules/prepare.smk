@@ -1,0 +1,45 @@
+# prepare: a dataset source becomes images.lmdb + texts.jsonl + meta.json.
+
+
+rule prepare_shapes:
+    output:
+        images=directory("results/datasets/{dataset}/images.lmdb"),
+        texts="results/datasets/{dataset}/texts.jsonl",
+        meta="results/datasets/{dataset}/meta.json",
+    wildcard_constraints:
+        dataset=datasets_of_format("shapes"),
+    params:
+        out_dir=lambda wildcards, output: Path(output.meta).parent,
+        num_images=lambda wildcards: dataset_config(wildcards.dataset)["num_images"],
+        seed=lambda wildcards: dataset_config(wildcards.dataset)["seed"],
+        first_image_id=lambda wildcards: dataset_config(wildcards.dataset).get("first_image_id", 0),
+        code=stage_fingerprint("prepare"),
+    log:
+        "logs/prepare/{dataset}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval make-shapes --num-images {params.num_images} --seed {params.seed}"
+        " --first-image-id {params.first_image_id} --out {params.out_dir} > {log} 2>&1"
+
+
+rule prepare_cnclip:
+    input:
+        images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
+        texts=lambda wildcards: dataset_config(wildcards.dataset)["texts"],
+    output:
+        images=directory("results/datasets/{dataset}/images.lmdb"),
+        texts="results/datasets/{dataset}/texts.jsonl",
+        meta="results/datasets/{dataset}/meta.json",
+    wildcard_constraints:
+        dataset=datasets_of_format("cnclip"),
+    params:
+        out_dir=lambda wildcards, output: Path(output.meta).parent,
+        code=stage_fingerprint("prepare"),
+    log:
+        "logs/prepare/{dataset}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval import-cnclip --images {input.images:q} --texts {input.texts:q}"
+        " --out {params.out_dir} > {log} 2>&1"
