@@ -31,9 +31,13 @@ def decode_image(raw: bytes, where: str) -> Image.Image:
     return image.convert("RGB")
 
 
+_URLSAFE_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+
+
 def decode_base64(value: bytes, where: str) -> bytes:
+    """Standard or URL-safe base64, as Chinese-CLIP's reader accepts both."""
     try:
-        return base64.b64decode(value, validate=True)
+        return base64.b64decode(bytes(value).translate(_URLSAFE_TO_STANDARD), validate=True)
     except (binascii.Error, ValueError):
         raise ClipevalError(f"{where}: value is not valid base64") from None
 

@@ -9,6 +9,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import open_clip
+from open_clip.factory import load_state_dict
 import torch
 
 from .errors import ClipevalError
@@ -43,10 +44,20 @@ def check_pretrained(arch: str, pretrained: str | None) -> None:
         raise ClipevalError(f"unknown pretrained tag {pretrained!r} for arch {arch!r} (known: {known})")
 
 
+def _check_loadable(checkpoint: str) -> None:
+    try:
+        load_state_dict(checkpoint)
+    except Exception as error:  # torch.load raises many types for a non-checkpoint
+        raise ClipevalError(f"{checkpoint}: not a loadable checkpoint ({type(error).__name__})") from None
+
+
 def build_model(arch: str, pretrained: str | None, device: str = "cpu", precision: str = "fp32"):
     """Return (model in eval mode, eval preprocess, tokenizer)."""
     check_arch(arch)
     check_pretrained(arch, pretrained)
+    local = bool(pretrained) and looks_like_path(pretrained)
+    if local:
+        _check_loadable(pretrained)
     try:
         model, _, preprocess = open_clip.create_model_and_transforms(
             arch,
@@ -55,15 +66,11 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
             precision=precision,
             require_pretrained=bool(pretrained),
         )
-    except RuntimeError as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        if looks_like_path(pretrained or ""):
-            raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {first_line}") from None
-        raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {first_line}") from None
-    except Exception as error:  # torch.load on a non-checkpoint file raises many types
-        if looks_like_path(pretrained or ""):
-            raise ClipevalError(f"{pretrained}: not a loadable checkpoint ({type(error).__name__})") from None
-        raise
+    except Exception as error:  # open_clip reports a mismatch as RuntimeError, KeyError, AssertionError …
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if local:
+            raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {detail}") from None
+        raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None
     model.eval()
     return model, preprocess, open_clip.get_tokenizer(arch)
 

@@ -1,0 +1,43 @@
+import subprocess
+import sys
+
+import pytest
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args, cwd=None):
+    """Run `python -m clipeval ARGS` as a user would; return the CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, "-m", "clipeval", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
+
+
+@pytest.fixture(scope="session")
+def shapes_dataset(tmp_path_factory):
+    """A small prepared shapes dataset: 40 images, 200 captions."""
+    from clipeval.dataset import write_dataset
+    from clipeval.shapes import generate_shapes
+
+    out = tmp_path_factory.mktemp("shapes") / "small"
+    images, captions, _ = generate_shapes(40, seed=5, first_image_id=10)
+    write_dataset(out, images, captions, {"format": "shapes"})
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory):
+    """A randomly initialised clipeval-tiny checkpoint in open_clip's format."""
+    import open_clip
+    import torch
+
+    import clipeval.model  # noqa: F401  registers clipeval-tiny
+
+    torch.manual_seed(0)
+    model = open_clip.create_model("clipeval-tiny")
+    path = tmp_path_factory.mktemp("weights") / "tiny.pt"
+    torch.save({"state_dict": model.state_dict()}, path)
+    return path

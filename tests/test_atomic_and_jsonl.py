@@ -1,0 +1,60 @@
+import pytest
+
+from clipeval.atomic import atomic_output
+from clipeval.errors import ClipevalError
+from clipeval.jsonl import read_jsonl, write_json, write_jsonl
+
+
+def test_atomic_output_renames_only_on_success(tmp_path):
+    target = tmp_path / "out.txt"
+    with atomic_output(target) as temporary:
+        temporary.write_text("done")
+        assert not target.exists()
+    assert target.read_text() == "done"
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_atomic_output_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.txt"
+    with pytest.raises(RuntimeError):
+        with atomic_output(target) as temporary:
+            temporary.write_text("half")
+            raise RuntimeError("killed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_output_replaces_a_directory(tmp_path):
+    target = tmp_path / "store"
+    target.mkdir()
+    (target / "old").write_text("x")
+    with atomic_output(target) as temporary:
+        temporary.mkdir()
+        (temporary / "new").write_text("y")
+    assert sorted(p.name for p in target.iterdir()) == ["new"]
+
+
+def test_jsonl_round_trip(tmp_path):
+    rows = [{"text_id": 1, "text": "a red circle"}, {"text_id": 2, "text": "ünïcode"}]
+    path = tmp_path / "rows.jsonl"
+    assert write_jsonl(path, rows) == 2
+    assert [row for _, row in read_jsonl(path)] == rows
+
+
+def test_malformed_line_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(ClipevalError, match=r"bad\.jsonl:2: malformed JSON line"):
+        list(read_jsonl(path))
+
+
+def test_non_object_line_is_rejected(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("[1, 2]\n")
+    with pytest.raises(ClipevalError, match=r"bad\.jsonl:1: expected a JSON object"):
+        list(read_jsonl(path))
+
+
+def test_write_json_is_byte_stable(tmp_path):
+    write_json(tmp_path / "a.json", {"b": 1.5, "a": [1, 2]})
+    write_json(tmp_path / "b.json", {"a": [1, 2], "b": 1.5})
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()

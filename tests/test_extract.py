@@ -1,0 +1,104 @@
+import numpy as np
+import pytest
+import torch
+
+from clipeval.dataset import open_dataset
+from clipeval.errors import ClipevalError
+from clipeval.extract import encode_images, encode_texts
+from clipeval.features import check_same_dimension, read_features, write_features
+from clipeval.model import build_model
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_checkpoint):
+    return build_model("clipeval-tiny", str(tiny_checkpoint))
+
+
+def images_with(tiny, store, **options):
+    model, preprocess, _ = tiny
+    settings = {"batch_size": 16, "num_workers": 0, "device": "cpu", "precision": "fp32", **options}
+    return encode_images(model, preprocess, store, **settings)
+
+
+def test_image_features_are_unit_rows_in_id_order_and_match_direct_encoding(tiny, shapes_dataset):
+    store, _ = open_dataset(shapes_dataset)
+    ids, matrix = images_with(tiny, store)
+    assert ids.tolist() == list(range(10, 50))
+    assert matrix.dtype == np.float32 and matrix.shape == (40, 64)
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1, atol=1e-5)
+    model, preprocess, _ = tiny
+    with torch.no_grad():
+        direct = model.encode_image(preprocess(store.image(10))[None])
+    assert np.allclose(matrix[0], (direct / direct.norm()).numpy()[0], atol=1e-5)
+
+
+def test_parallel_workers_give_identical_features(tiny, shapes_dataset):
+    store, _ = open_dataset(shapes_dataset)
+    _, serial = images_with(tiny, store, num_workers=0, batch_size=7)
+    _, parallel = images_with(tiny, store, num_workers=2, batch_size=7)
+    assert np.array_equal(serial, parallel)
+
+
+def test_batch_size_changes_features_only_by_rounding(tiny, shapes_dataset):
+    # Matrix kernels block by batch shape, so the last bits may differ.
+    store, _ = open_dataset(shapes_dataset)
+    _, small = images_with(tiny, store, batch_size=7)
+    _, large = images_with(tiny, store, batch_size=40)
+    assert np.allclose(small, large, atol=1e-6)
+
+
+def test_text_features(tiny, shapes_dataset):
+    model, _, tokenizer = tiny
+    _, captions = open_dataset(shapes_dataset)
+    ids, matrix = encode_texts(model, tokenizer, captions.text_ids, captions.texts, batch_size=64, device="cpu", precision="fp32")
+    assert ids.tolist() == captions.text_ids.tolist()
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1, atol=1e-5)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "amp"])
+def test_reduced_precision_on_cpu_stays_close(tiny_checkpoint, shapes_dataset, precision):
+    store, _ = open_dataset(shapes_dataset)
+    _, full = images_with(build_model("clipeval-tiny", str(tiny_checkpoint)), store)
+    _, reduced = images_with(build_model("clipeval-tiny", str(tiny_checkpoint)), store, precision=precision)
+    assert reduced.dtype == np.float32
+    assert (full * reduced).sum(axis=1).min() > 0.98
+
+
+def test_fp16_needs_cuda(tiny, shapes_dataset):
+    store, _ = open_dataset(shapes_dataset)
+    with pytest.raises(ClipevalError, match="precision fp16 needs a CUDA device; use bf16 or amp on CPU"):
+        images_with(tiny, store, precision="fp16")
+
+
+def test_feature_file_round_trip_is_exact(tmp_path):
+    matrix = np.random.default_rng(0).normal(size=(5, 7)).astype(np.float32)
+    write_features(tmp_path / "f.jsonl", "image_id", np.arange(5) * 3, matrix)
+    ids, loaded = read_features(tmp_path / "f.jsonl", "image_id")
+    assert ids.tolist() == [0, 3, 6, 9, 12] and np.array_equal(loaded, matrix)
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": [1, 0, 0]}'],
+         r"f\.jsonl:2: text_id 2 has dimension 3, expected 2"),
+        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 1, "feature": [0, 1]}'],
+         r"f\.jsonl:2: duplicate text_id 1 \(first on line 1\)"),
+        (['{"text_id": 1, "feature": [0, 0]}'], r"f\.jsonl:1: text_id 1 has a zero-norm feature"),
+        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 4, "feature": [NaN, 0]}'],
+         r"f\.jsonl:2: (text_id 4 has a NaN or infinite feature value|malformed JSON line)"),
+        (['{"text_id": 1, "feature": [1e999, 0]}'], r"f\.jsonl:1: (text_id 1 has a NaN or infinite feature value|malformed JSON line)"),
+        (['{"text_id": 1}'], r"f\.jsonl:1: text_id 1 has no feature list"),
+        (['{"image_id": 1, "feature": [1]}'], r"f\.jsonl:1: text_id must be a non-negative integer, got None"),
+    ],
+)
+def test_bad_feature_files_are_named(tmp_path, lines, message):
+    path = tmp_path / "f.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ClipevalError, match=message):
+        read_features(path, "text_id")
+
+
+def test_dimensions_must_agree():
+    with pytest.raises(ClipevalError, match=r"img\.jsonl has 4-dimensional features but txt\.jsonl has 3"):
+        check_same_dimension("img.jsonl", np.ones((2, 4)), "txt.jsonl", np.ones((2, 3)))

@@ -1,0 +1,72 @@
+import base64
+import io
+
+import lmdb
+import numpy as np
+import pytest
+from PIL import Image
+
+from clipeval import imagestore
+from clipeval.errors import ClipevalError
+from clipeval.imagestore import ImageStore, write_image_store
+
+
+def png(colour, size=(8, 8)):
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_layout_is_chinese_clip(tmp_path):
+    raw = {3: png("red"), 7: png("blue")}
+    write_image_store(tmp_path / "imgs", raw.items())
+    env = lmdb.open(str(tmp_path / "imgs"), readonly=True, lock=False)
+    with env.begin() as txn:
+        assert txn.get(b"num_images") == b"2"
+        # Chinese-CLIP decodes values as base64 of the original file bytes
+        assert base64.urlsafe_b64decode(txn.get(b"3")) == raw[3]
+        assert base64.b64decode(txn.get(b"7")) == raw[7]
+    env.close()
+
+
+def test_reader_returns_ids_bytes_and_rgb_images(tmp_path):
+    raw = {10: png("red"), 2: png((0, 255, 0))}
+    write_image_store(tmp_path / "imgs", raw.items())
+    store = ImageStore(tmp_path / "imgs")
+    assert store.image_ids().tolist() == [2, 10]
+    assert store.encoded_bytes(10) == raw[10]
+    image = store.image(2)
+    assert image.mode == "RGB" and image.getpixel((0, 0)) == (0, 255, 0)
+
+
+def test_map_grows_instead_of_preallocating(tmp_path, monkeypatch):
+    monkeypatch.setattr(imagestore, "_INITIAL_MAP_SIZE", 32 << 10)
+    noise = np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(noise).save(buffer, format="PNG")
+    count = write_image_store(tmp_path / "imgs", ((i, buffer.getvalue()) for i in range(40)))
+    assert count == 40
+    assert len(ImageStore(tmp_path / "imgs").image_ids()) == 40
+
+
+def test_duplicate_id_leaves_no_store(tmp_path):
+    with pytest.raises(ClipevalError, match="duplicate image_id 4"):
+        write_image_store(tmp_path / "imgs", [(4, png("red")), (4, png("blue"))])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_image_id_is_named(tmp_path):
+    write_image_store(tmp_path / "imgs", [(1, png("red"))])
+    with pytest.raises(ClipevalError, match="no image with image_id 9"):
+        ImageStore(tmp_path / "imgs").encoded_bytes(9)
+
+
+def test_undecodable_image_is_named(tmp_path):
+    write_image_store(tmp_path / "imgs", [(5, b"not an image")])
+    with pytest.raises(ClipevalError, match="image_id 5: image does not decode"):
+        ImageStore(tmp_path / "imgs").image(5)
+
+
+def test_missing_store_directory(tmp_path):
+    with pytest.raises(ClipevalError, match="image LMDB directory not found"):
+        ImageStore(tmp_path / "nope")

@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clipeval.errors import ClipevalError
+from clipeval.knn import FaissSearcher, prediction_rows, top_k
+
+
+def reference_top_k(queries, gallery, gallery_ids, k):
+    """Brute force in plain Python: exact float64 scores, descending, then ascending id."""
+    result = []
+    for query in queries.astype(np.float64):
+        scored = [(float(sum(float(a) * float(b) for a, b in zip(query, item))), int(i))
+                  for item, i in zip(gallery.astype(np.float64), gallery_ids)]
+        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+        result.append([i for _, i in scored[:k]])
+    return result
+
+
+def unit_rows(rng, n, d):
+    rows = rng.normal(size=(n, d)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+class ReversedTieSearcher:
+    """Candidates in FAISS's order, but ties handed over largest id first."""
+
+    def __init__(self, gallery):
+        self.inner = FaissSearcher(gallery, "cpu")
+
+    def search(self, queries, k):
+        scores, positions = self.inner.search(queries, k)
+        order = np.lexsort((-positions, -scores), axis=1)
+        return np.take_along_axis(scores, order, 1), np.take_along_axis(positions, order, 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_gallery=st.integers(1, 40),
+    n_queries=st.integers(1, 8),
+    dim=st.integers(2, 9),
+    k=st.integers(1, 50),
+    duplicates=st.integers(0, 30),
+    seed=st.integers(0, 10_000),
+)
+def test_matches_brute_force_with_exact_duplicates(n_gallery, n_queries, dim, k, duplicates, seed):
+    rng = np.random.default_rng(seed)
+    gallery = unit_rows(rng, n_gallery, dim)
+    for _ in range(duplicates):  # exact copies make real ties
+        gallery[rng.integers(n_gallery)] = gallery[rng.integers(n_gallery)]
+    gallery_ids = rng.permutation(np.arange(1000, 1000 + 3 * n_gallery))[:n_gallery].astype(np.int64)
+    queries = unit_rows(rng, n_queries, dim)
+    queries[0] = gallery[0]
+    ids, scores = top_k(queries, gallery, gallery_ids, k, FaissSearcher(gallery, "cpu"))
+    assert ids.tolist() == reference_top_k(queries, gallery, gallery_ids, k)
+    assert ids.shape == (n_queries, min(k, n_gallery))
+    assert (np.diff(scores, axis=1) <= 0).all()
+
+
+def test_tie_group_larger_than_candidates_is_resolved_by_id():
+    # 60 identical items tie for first place: the 10 smallest ids must win,
+    # although the first FAISS fetch (26 candidates) cannot hold the whole group.
+    rng = np.random.default_rng(0)
+    gallery = unit_rows(rng, 100, 8)
+    tied = rng.permutation(100)[:60]
+    gallery[tied] = gallery[tied[0]]
+    gallery_ids = np.arange(100, dtype=np.int64)[::-1].copy()
+    query = gallery[tied[:1]].copy()
+    ids, scores = top_k(query, gallery, gallery_ids, 10, FaissSearcher(gallery, "cpu"))
+    assert ids[0].tolist() == sorted(gallery_ids[tied].tolist())[:10]
+    assert len(set(scores[0].tolist())) == 1
+
+
+def test_order_does_not_depend_on_how_faiss_breaks_ties():
+    rng = np.random.default_rng(1)
+    gallery = unit_rows(rng, 30, 4)
+    gallery[10:20] = gallery[0]
+    ids = np.arange(30, dtype=np.int64)
+    query = gallery[:1].copy()
+    expected, _ = top_k(query, gallery, ids, 5, FaissSearcher(gallery, "cpu"))
+    shuffled, _ = top_k(query, gallery, ids, 5, ReversedTieSearcher(gallery))
+    assert shuffled.tolist() == expected.tolist() == [[0, 10, 11, 12, 13]]
+
+
+def test_gallery_smaller_than_k_returns_the_whole_gallery():
+    rng = np.random.default_rng(2)
+    gallery = unit_rows(rng, 3, 4)
+    ids, _ = top_k(unit_rows(rng, 2, 4), gallery, np.array([7, 8, 9]), 10, FaissSearcher(gallery, "cpu"))
+    assert ids.shape == (2, 3) and sorted(ids[0].tolist()) == [7, 8, 9]
+
+
+def test_k_must_be_positive():
+    gallery = np.eye(2, dtype=np.float32)
+    with pytest.raises(ClipevalError, match="top_k must be at least 1"):
+        top_k(gallery, gallery, np.array([0, 1]), 0, FaissSearcher(gallery, "cpu"))
+
+
+def test_gpu_requested_without_gpu_is_a_clear_error():
+    import faiss
+
+    if faiss.get_num_gpus() > 0:
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ClipevalError, match="faiss sees no GPU"):
+        FaissSearcher(np.eye(2, dtype=np.float32), "gpu")
+
+
+def test_prediction_rows_follow_the_formats():
+    ids = np.array([[3, 1]])
+    scores = np.array([[0.5, 0.25]])
+    assert list(prediction_rows(np.array([12]), ids, scores, "t2i")) == [
+        {"text_id": 12, "image_ids": [3, 1], "scores": [0.5, 0.25]}
+    ]
+    assert list(prediction_rows(np.array([3]), ids, scores, "i2t"))[0]["text_ids"] == [3, 1]

@@ -1,0 +1,86 @@
+import math
+
+import numpy as np
+import open_clip
+import pytest
+import torch
+
+from clipeval.errors import ClipevalError
+from clipeval.model import build_model, weights_identity
+from clipeval.train import contrastive_loss, train_clip
+
+
+def test_tiny_config_is_registered_with_open_clip():
+    assert "clipeval-tiny" in open_clip.list_models()
+
+
+def test_unknown_arch():
+    with pytest.raises(ClipevalError, match=r"unknown open_clip arch 'ViT-Q-99'"):
+        build_model("ViT-Q-99", None)
+
+
+def test_missing_checkpoint_file(tmp_path):
+    with pytest.raises(ClipevalError, match=r"nope\.pt: checkpoint file not found \(model arch clipeval-tiny\)"):
+        build_model("clipeval-tiny", str(tmp_path / "nope.pt"))
+
+
+def test_unknown_pretrained_tag():
+    with pytest.raises(ClipevalError, match=r"unknown pretrained tag 'laion9b' for arch 'ViT-B-32' \(known: .*openai"):
+        build_model("ViT-B-32", "laion9b")
+
+
+def test_weights_that_do_not_fit_the_arch(tmp_path, tiny_checkpoint):
+    with pytest.raises(ClipevalError, match=r"tiny\.pt: weights do not fit arch 'RN50'"):
+        build_model("RN50", str(tiny_checkpoint))
+
+
+def test_file_that_is_not_a_checkpoint(tmp_path):
+    path = tmp_path / "junk.pt"
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(ClipevalError, match=r"junk\.pt: not a loadable checkpoint"):
+        build_model("clipeval-tiny", str(path))
+
+
+def test_weights_identity(tiny_checkpoint):
+    import hashlib
+
+    assert weights_identity(str(tiny_checkpoint)) == "sha256:" + hashlib.sha256(tiny_checkpoint.read_bytes()).hexdigest()
+    assert weights_identity("openai") == "open_clip-tag:openai"
+
+
+def test_contrastive_loss_matches_hand_computation():
+    torch.manual_seed(0)
+    images, texts = torch.randn(4, 8), torch.randn(4, 8)
+    scale = torch.tensor(math.log(10.0))
+    loss = contrastive_loss(images, texts, scale).item()
+
+    def unit(m):
+        return [[v / math.sqrt(sum(x * x for x in row)) for v in row] for row in m.tolist()]
+
+    a, b = unit(images), unit(texts)
+    logits = [[10.0 * sum(x * y for x, y in zip(ra, rb)) for rb in b] for ra in a]
+    columns = [list(col) for col in zip(*logits)]
+
+    def cross_entropy(rows):
+        return sum(math.log(sum(math.exp(v) for v in row)) - row[i] for i, row in enumerate(rows)) / len(rows)
+
+    assert loss == pytest.approx((cross_entropy(logits) + cross_entropy(columns)) / 2, rel=1e-5)
+
+
+def test_training_lowers_the_loss_and_saves_an_open_clip_checkpoint(tmp_path, shapes_dataset):
+    output = tmp_path / "model" / "checkpoint.pt"
+    losses = train_clip("clipeval-tiny", shapes_dataset, output, epochs=3, batch_size=20, lr=2e-3, seed=0, log=lambda _: None)
+    assert losses[-1] < losses[0]
+    assert sorted(p.name for p in output.parent.iterdir()) == ["checkpoint.pt"]
+    model, _, preprocess = open_clip.create_model_and_transforms("clipeval-tiny", pretrained=str(output))
+    trained = torch.load(output, weights_only=True)["state_dict"]
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, trained[name]), name
+
+
+def test_training_is_deterministic(tmp_path, shapes_dataset):
+    for name in ("a.pt", "b.pt"):
+        train_clip("clipeval-tiny", shapes_dataset, tmp_path / name, epochs=1, batch_size=20, lr=1e-3, seed=3, log=lambda _: None)
+    a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
