@@ -1,0 +1,167 @@
+"""Each subcommand as a user runs it: exit codes, one-line errors, output formats."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+
+def read_lines(path):
+    return [json.loads(line) for line in open(path)]
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory, tiny_checkpoint):
+    """make-shapes → extract-features → make-topk-predictions ×2 → score-retrieval → summarize."""
+    root = tmp_path_factory.mktemp("chain")
+    steps = [
+        ("make-shapes", "--num-images", 30, "--seed", 2, "--first-image-id", 500, "--out", root / "data"),
+        ("extract-features", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint,
+         "--images", root / "data/images.lmdb", "--texts", root / "data/texts.jsonl",
+         "--image-output", root / "feats/images.jsonl", "--text-output", root / "feats/texts.jsonl",
+         "--meta-output", root / "feats/meta.json", "--num-workers", 2, "--batch-size", 8, "--device", "cpu"),
+        ("make-topk-predictions", "--image-feats", root / "feats/images.jsonl", "--text-feats", root / "feats/texts.jsonl",
+         "--top-k", 10, "--direction", "t2i", "--output", root / "pred/t2i.jsonl"),
+        ("make-topk-predictions", "--image-feats", root / "feats/images.jsonl", "--text-feats", root / "feats/texts.jsonl",
+         "--top-k", 10, "--direction", "i2t", "--output", root / "pred/i2t.jsonl"),
+        ("score-retrieval", "--texts", root / "data/texts.jsonl", "--t2i", root / "pred/t2i.jsonl",
+         "--i2t", root / "pred/i2t.jsonl", "--dataset-meta", root / "data/meta.json",
+         "--features-meta", root / "feats/meta.json", "--config", '{"knn": {"top_k": 10}}',
+         "--output", root / "scores/retrieval.json"),
+        ("summarize", "--entry", "tiny", "small", root / "scores/retrieval.json",
+         "--csv", root / "summary.csv", "--markdown", root / "summary.md"),
+    ]
+    for step in steps:
+        result = run_cli(*step)
+        assert result.returncode == 0, (step[0], result.stderr)
+    return root
+
+
+def test_make_shapes_writes_the_design_formats(chain):
+    rows = read_lines(chain / "data/texts.jsonl")
+    assert len(rows) == 150 and set(rows[0]) == {"text_id", "text", "image_ids"}
+    meta = json.loads((chain / "data/meta.json").read_text())
+    assert meta["counts"] == {"images": 30, "texts": 150, "images_without_caption": 0}
+    assert meta["checksum"].startswith("sha256:")
+
+
+def test_features_are_unit_norm_jsonl(chain):
+    images = read_lines(chain / "feats/images.jsonl")
+    texts = read_lines(chain / "feats/texts.jsonl")
+    assert [r["image_id"] for r in images] == list(range(500, 530))
+    assert len(texts) == 150 and set(texts[0]) == {"text_id", "feature"}
+    norms = np.linalg.norm([r["feature"] for r in images + texts], axis=1)
+    assert np.allclose(norms, 1, atol=1e-5)
+    meta = json.loads((chain / "feats/meta.json").read_text())
+    assert meta["arch"] == "clipeval-tiny" and meta["weights"].startswith("sha256:") and meta["dimension"] == 64
+
+
+def independent_ranking(chain):
+    images = read_lines(chain / "feats/images.jsonl")
+    texts = read_lines(chain / "feats/texts.jsonl")
+    image_ids = [r["image_id"] for r in images]
+    text_ids = [r["text_id"] for r in texts]
+    scores = np.array([r["feature"] for r in texts], dtype=np.float64) @ np.array([r["feature"] for r in images], dtype=np.float64).T
+    t2i = {t: [image_ids[j] for j in sorted(range(len(image_ids)), key=lambda j: (-scores[i, j], image_ids[j]))]
+           for i, t in enumerate(text_ids)}
+    i2t = {im: [text_ids[i] for i in sorted(range(len(text_ids)), key=lambda i: (-scores[i, j], text_ids[i]))]
+           for j, im in enumerate(image_ids)}
+    return t2i, i2t
+
+
+def test_predictions_are_the_exact_top_10_both_ways(chain):
+    t2i, i2t = independent_ranking(chain)
+    for row in read_lines(chain / "pred/t2i.jsonl"):
+        assert row["image_ids"] == t2i[row["text_id"]][:10]
+        assert row["scores"] == sorted(row["scores"], reverse=True)
+    assert {row["image_id"]: row["text_ids"] for row in read_lines(chain / "pred/i2t.jsonl")} == {
+        image: ranked[:10] for image, ranked in i2t.items()
+    }
+
+
+def test_scores_match_recall_computed_from_the_features(chain):
+    t2i, i2t = independent_ranking(chain)
+    captions = read_lines(chain / "data/texts.jsonl")
+    images_of = {c["text_id"]: set(c["image_ids"]) for c in captions}
+    texts_of = {}
+    for c in captions:
+        for image in c["image_ids"]:
+            texts_of.setdefault(image, set()).add(c["text_id"])
+    metrics = json.loads((chain / "scores/retrieval.json").read_text())
+    for k in (1, 5, 10):
+        expected_t2i = 100 * np.mean([bool(set(t2i[t][:k]) & images_of[t]) for t in t2i])
+        expected_i2t = 100 * np.mean([bool(set(i2t[i][:k]) & texts_of[i]) for i in i2t])
+        assert metrics["t2i"][f"R@{k}"] == pytest.approx(expected_t2i)
+        assert metrics["i2t"][f"R@{k}"] == pytest.approx(expected_i2t)
+    assert metrics["rsum"] == pytest.approx(sum(metrics[d][f"R@{k}"] for d in ("t2i", "i2t") for k in (1, 5, 10)))
+    assert metrics["counts"]["texts"] == 150 and metrics["counts"]["images"] == 30
+    provenance = metrics["provenance"]
+    assert provenance["config"] == {"knn": {"top_k": 10}}
+    assert provenance["dataset"]["checksum"].startswith("sha256:")
+    assert provenance["features"]["weights"].startswith("sha256:")
+    assert {"torch", "open_clip_torch", "numpy"} <= set(provenance["versions"])
+
+
+def test_summary_has_the_row(chain):
+    lines = (chain / "summary.csv").read_text().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("tiny,small,retrieval,")
+
+
+def test_outputs_are_byte_identical_when_rerun(chain, tmp_path):
+    for direction in ("t2i", "i2t"):
+        result = run_cli("make-topk-predictions", "--image-feats", chain / "feats/images.jsonl",
+                         "--text-feats", chain / "feats/texts.jsonl", "--direction", direction,
+                         "--output", tmp_path / f"{direction}.jsonl")
+        assert result.returncode == 0
+        assert (tmp_path / f"{direction}.jsonl").read_bytes() == (chain / f"pred/{direction}.jsonl").read_bytes()
+
+
+def assert_one_line_error(result, expected, *absent):
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [f"clipeval: error: {expected}"]
+    for path in absent:
+        assert not path.exists(), path
+
+
+def test_extract_with_unknown_arch(chain, tmp_path):
+    result = run_cli("extract-features", "--arch", "ViT-Nope", "--images", chain / "data/images.lmdb",
+                     "--texts", chain / "data/texts.jsonl", "--image-output", tmp_path / "i.jsonl",
+                     "--text-output", tmp_path / "t.jsonl", "--meta-output", tmp_path / "m.json")
+    assert_one_line_error(result, "unknown open_clip arch 'ViT-Nope' (see open_clip.list_models())",
+                          tmp_path / "i.jsonl", tmp_path / "t.jsonl")
+
+
+def test_extract_with_missing_checkpoint(chain, tmp_path):
+    result = run_cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", tmp_path / "gone.pt",
+                     "--images", chain / "data/images.lmdb", "--texts", chain / "data/texts.jsonl",
+                     "--image-output", tmp_path / "i.jsonl", "--text-output", tmp_path / "t.jsonl",
+                     "--meta-output", tmp_path / "m.json")
+    assert_one_line_error(result, f"{tmp_path / 'gone.pt'}: checkpoint file not found (model arch clipeval-tiny)",
+                          tmp_path / "i.jsonl")
+
+
+def test_knn_with_mismatched_dimensions(chain, tmp_path):
+    (tmp_path / "t.jsonl").write_text('{"text_id": 1, "feature": [1.0, 0.0]}\n')
+    result = run_cli("make-topk-predictions", "--image-feats", chain / "feats/images.jsonl", "--text-feats",
+                     tmp_path / "t.jsonl", "--direction", "t2i", "--output", tmp_path / "p.jsonl")
+    assert_one_line_error(result, f"{chain / 'feats/images.jsonl'} has 64-dimensional features but {tmp_path / 't.jsonl'} has 2",
+                          tmp_path / "p.jsonl")
+
+
+def test_score_with_a_missing_prediction(chain, tmp_path):
+    lines = (chain / "pred/t2i.jsonl").read_text().splitlines()
+    (tmp_path / "t2i.jsonl").write_text("\n".join(lines[1:]) + "\n")
+    result = run_cli("score-retrieval", "--texts", chain / "data/texts.jsonl", "--t2i", tmp_path / "t2i.jsonl",
+                     "--i2t", chain / "pred/i2t.jsonl", "--output", tmp_path / "s.json")
+    first = json.loads(lines[0])["text_id"]
+    assert_one_line_error(result, f"{tmp_path / 't2i.jsonl'}: no prediction for text_id {first} (1 missing)", tmp_path / "s.json")
+
+
+def test_train_subcommand(tmp_path, shapes_dataset):
+    result = run_cli("train", "--arch", "clipeval-tiny", "--dataset", shapes_dataset, "--output", tmp_path / "ck.pt",
+                     "--epochs", 1, "--batch-size", 20, "--lr", "1e-3", "--seed", 0)
+    assert result.returncode == 0, result.stderr
+    assert "epoch 1/1: loss" in result.stdout
+    assert (tmp_path / "ck.pt").is_file()

@@ -1,0 +1,128 @@
+import base64
+import io
+import json
+
+import lmdb
+import pytest
+from PIL import Image
+
+from clipeval.cnclip import import_cnclip
+from clipeval.dataset import load_dataset_meta, open_dataset
+from clipeval.errors import ClipevalError
+
+from conftest import run_cli
+
+
+def encoded(colour, fmt="JPEG", mode="RGB"):
+    buffer = io.BytesIO()
+    Image.new(mode, (12, 9), colour).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+IMAGES = {1076345: encoded("red"), 517: encoded("blue", "PNG"), 9: encoded(128, "PNG", "L")}
+TEXTS = [
+    {"text_id": 8428, "text": "红色的图片", "image_ids": [1076345]},
+    {"text_id": 8429, "text": "a blue one", "image_ids": [517]},
+    {"text_id": 12, "text": "grey, or red", "image_ids": [9, 1076345]},
+]
+
+
+def write_tsv(path, images):
+    path.write_text("".join(f"{i}\t{base64.b64encode(raw).decode()}\n" for i, raw in images.items()))
+    return path
+
+
+def write_texts(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def source(tmp_path):
+    return write_tsv(tmp_path / "test_imgs.tsv", IMAGES), write_texts(tmp_path / "test_texts.jsonl", TEXTS)
+
+
+def test_import_from_tsv_keeps_the_exact_bytes(tmp_path, source):
+    meta = import_cnclip(*source, tmp_path / "out")
+    store, captions = open_dataset(tmp_path / "out")
+    assert store.image_ids().tolist() == [9, 517, 1076345]
+    assert all(store.encoded_bytes(i) == raw for i, raw in IMAGES.items())
+    assert store.image(9).mode == "RGB"
+    assert captions.texts[0] == "红色的图片"
+    assert meta["counts"] == {"images": 3, "texts": 3, "images_without_caption": 0}
+    assert meta == load_dataset_meta(tmp_path / "out")
+
+
+def test_checksum_is_stable_and_content_sensitive(tmp_path, source):
+    first = import_cnclip(*source, tmp_path / "a")["checksum"]
+    assert import_cnclip(*source, tmp_path / "b")["checksum"] == first
+    write_tsv(source[0], {**IMAGES, 517: encoded("green", "PNG")})
+    assert import_cnclip(*source, tmp_path / "c")["checksum"] != first
+
+
+def test_import_from_a_chinese_clip_lmdb(tmp_path, source):
+    # Chinese-CLIP's builder: str(id) keys, base64 text values, b"num_images"
+    env = lmdb.open(str(tmp_path / "imgs"), map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        for image_id, raw in IMAGES.items():
+            txn.put(str(image_id).encode("utf-8"), base64.urlsafe_b64encode(raw))
+        txn.put(b"num_images", str(len(IMAGES)).encode("utf-8"))
+    env.close()
+    import_cnclip(tmp_path / "imgs", source[1], tmp_path / "out")
+    store, _ = open_dataset(tmp_path / "out")
+    assert all(store.encoded_bytes(i) == raw for i, raw in IMAGES.items())
+
+
+def test_images_without_caption_are_kept_and_counted(tmp_path, source):
+    write_texts(source[1], TEXTS[:2])
+    meta = import_cnclip(*source, tmp_path / "out")
+    assert meta["counts"]["images"] == 3 and meta["counts"]["images_without_caption"] == 1
+
+
+@pytest.mark.parametrize(
+    "tsv_text, message",
+    [
+        ("1\tAAAA\textra\n", r"test_imgs\.tsv:1: expected 2 tab-separated fields \(image_id, base64\), got 3"),
+        ("x1\tAAAA\n", r"test_imgs\.tsv:1: image_id 'x1' is not an integer"),
+        ("1\t!!!notbase64\n", r"test_imgs\.tsv:1: image_id 1: value is not valid base64"),
+        ("1\t" + base64.b64encode(b"plain text").decode() + "\n", r"test_imgs\.tsv:1: image_id 1: image does not decode"),
+        ("1\t" + base64.b64encode(encoded("red")[:40]).decode() + "\n", r"test_imgs\.tsv:1: image_id 1: image does not decode"),
+    ],
+)
+def test_bad_tsv_lines_leave_nothing_behind(tmp_path, source, tsv_text, message):
+    source[0].write_text(tsv_text)
+    with pytest.raises(ClipevalError, match=message):
+        import_cnclip(*source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_duplicate_image_id_in_tsv(tmp_path, source):
+    raw = base64.b64encode(IMAGES[517]).decode()
+    source[0].write_text(f"517\t{raw}\n517\t{raw}\n")
+    with pytest.raises(ClipevalError, match=r"test_imgs\.tsv:2: duplicate image_id 517 \(first on line 1\)"):
+        import_cnclip(*source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_caption_pointing_to_unknown_image(tmp_path, source):
+    write_texts(source[1], TEXTS + [{"text_id": 1, "text": "lost", "image_ids": [404]}])
+    with pytest.raises(ClipevalError, match=r"test_texts\.jsonl: text_id 1 points to unknown image_id 404"):
+        import_cnclip(*source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_import(tmp_path, source):
+    result = run_cli("import-cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert "wrote 3 images, 3 captions" in result.stdout
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["images.lmdb", "meta.json", "texts.jsonl"]
+
+
+def test_cli_import_error_is_one_line(tmp_path, source):
+    source[0].write_text("1\tAAAA\textra\n")
+    result = run_cli("import-cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "out")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"clipeval: error: {source[0]}:1: expected 2 tab-separated fields (image_id, base64), got 3"
+    ]
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,190 @@
+"""The whole workflow through the real Snakemake, in a temporary copy of the repository."""
+
+import base64
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "envs", "profiles")
+
+
+def snakemake(workdir, *args):
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=workdir, capture_output=True, text=True, env=env)
+
+
+def planned_jobs(workdir, *args):
+    """{rule: count} that a dry run plans."""
+    result = snakemake(workdir, "--dry-run", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    if "Nothing to be done" in output:
+        return {}
+    table = output.split("Job stats:")[1].split("Reasons:")[0]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m[1] != "total"}
+
+
+def copy_workflow(destination):
+    for name in WORKFLOW_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, destination / name)
+    return destination
+
+
+def read_summary(workdir):
+    with open(workdir / "results/summary.csv") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """`snakemake --cores all` on the default config, as `make run` does."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("experiment"))
+    result = snakemake(workdir, "--cores", "all")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def test_default_workflow_recall_is_far_above_chance(default_run):
+    rows = read_summary(default_run)
+    assert [(r["model"], r["dataset"], r["task"]) for r in rows] == [("tiny-shapes", "shapes-test", "retrieval")]
+    row = rows[0]
+    assert (int(row["images"]), int(row["texts"])) == (1000, 5000)
+    recall = {name: float(row[name]) for name in row if "_R@" in name}
+    assert all(0 <= value <= 100 for value in recall.values())
+    assert recall["t2i_R@1"] <= recall["t2i_R@5"] <= recall["t2i_R@10"]
+    assert recall["i2t_R@1"] <= recall["i2t_R@5"] <= recall["i2t_R@10"]
+    chance_t2i_r10 = 100 * 10 / 1000  # one positive image among 1000
+    chance_i2t_r10 = 100 * (1 - (1 - 5 / 5000) ** 10)  # five positive captions among 5000
+    assert recall["t2i_R@10"] >= 10 * chance_t2i_r10
+    assert recall["i2t_R@10"] >= 10 * chance_i2t_r10
+    assert float(row["rsum"]) == pytest.approx(sum(recall.values()), abs=0.01)
+
+
+def test_default_workflow_writes_the_documented_paths(default_run):
+    expected = [
+        "results/datasets/shapes-test/images.lmdb/data.mdb",
+        "results/datasets/shapes-test/texts.jsonl",
+        "results/datasets/shapes-train/texts.jsonl",
+        "results/models/tiny-shapes/checkpoint.pt",
+        "results/features/tiny-shapes/shapes-test/images.jsonl",
+        "results/features/tiny-shapes/shapes-test/texts.jsonl",
+        "results/predictions/tiny-shapes/shapes-test/t2i.jsonl",
+        "results/predictions/tiny-shapes/shapes-test/i2t.jsonl",
+        "results/scores/tiny-shapes/shapes-test/retrieval.json",
+        "results/summary.md",
+        "logs/prepare/shapes-test.log",
+        "logs/train/tiny-shapes.log",
+        "logs/extract/tiny-shapes/shapes-test.log",
+        "logs/knn/tiny-shapes/shapes-test/t2i.log",
+        "logs/score/tiny-shapes/shapes-test.log",
+        "logs/summary.log",
+    ]
+    assert [p for p in expected if not (default_run / p).exists()] == []
+    assert not (default_run / "results/features/tiny-shapes/shapes-train").exists()
+    metrics = json.loads((default_run / "results/scores/tiny-shapes/shapes-test/retrieval.json").read_text())
+    assert set(metrics) == {"t2i", "i2t", "rsum", "mean_recall", "counts", "provenance"}
+    assert metrics["provenance"]["config"]["model"]["train"]["dataset"] == "shapes-train"
+
+
+def test_a_finished_run_has_nothing_to_do(default_run):
+    assert planned_jobs(default_run) == {}
+
+
+def test_lint_is_clean():
+    result = snakemake(REPO, "--lint")
+    assert result.returncode == 0 and "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
+
+
+def write_cnclip_files(directory, source_dataset):
+    """Export a prepared dataset as Chinese-CLIP files: tsv of base64 images + texts jsonl."""
+    from clipeval.dataset import open_dataset
+
+    store, captions = open_dataset(source_dataset)
+    ids = store.image_ids()[:40]
+    with open(directory / "valid_imgs.tsv", "w") as tsv:
+        for image_id in ids:
+            tsv.write(f"{image_id}\t{base64.b64encode(store.encoded_bytes(int(image_id))).decode()}\n")
+    with open(directory / "valid_texts.jsonl", "w") as texts:
+        for text_id, text, positives in zip(captions.text_ids, captions.texts, captions.image_ids):
+            if positives[0] in ids:
+                texts.write(json.dumps({"text_id": int(text_id), "text": text, "image_ids": positives.tolist()}) + "\n")
+
+
+def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path):
+    workdir = copy_workflow(tmp_path)
+    shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
+    shutil.copytree(default_run / ".snakemake", workdir / ".snakemake", symlinks=True,
+                    ignore=shutil.ignore_patterns("log", "locks", "incomplete"))
+    config_path = workdir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    assert planned_jobs(workdir) == {}
+
+    config["models"]["tiny-copy"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    assert planned_jobs(workdir) == {"extract_features": 1, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+
+    write_cnclip_files(workdir, workdir / "results/datasets/shapes-test")
+    config["datasets"]["flickr-like"] = {"format": "cnclip", "task": "retrieval",
+                                         "images": "valid_imgs.tsv", "texts": "valid_texts.jsonl"}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    assert planned_jobs(workdir) == {"prepare_cnclip": 1, "extract_features": 3, "knn": 6,
+                                     "score_retrieval": 3, "summary": 1, "all": 1}
+
+    result = snakemake(workdir, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = read_summary(workdir)
+    assert [(r["model"], r["dataset"]) for r in rows] == [
+        ("tiny-shapes", "shapes-test"), ("tiny-shapes", "flickr-like"),
+        ("tiny-copy", "shapes-test"), ("tiny-copy", "flickr-like"),
+    ]
+    # the same weights give the same numbers, whatever the model is called
+    assert {k: v for k, v in rows[0].items() if k != "model"} == {k: v for k, v in rows[2].items() if k != "model"}
+    assert int(rows[1]["images"]) == 40
+
+
+def test_evaluate_picks_pairs(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    config_path = workdir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["evaluate"] = [{"model": "tiny-shapes", "dataset": "shapes-test"}]
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    assert planned_jobs(workdir) == {"prepare_shapes": 2, "train": 1, "extract_features": 1, "knn": 2,
+                                     "score_retrieval": 1, "summary": 1, "all": 1}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda c: c["models"]["tiny-shapes"]["train"].update(dataset="nowhere"),
+         "config error: unknown dataset 'nowhere' (known: shapes-train, shapes-test)"),
+        (lambda c: c.update(evaluate=[{"model": "tiny-shapes", "dataset": "shapes-train"}]),
+         "config error: evaluate lists dataset 'shapes-train', whose task 'train' is not evaluated"),
+        (lambda c: c.update(evaluate=[{"model": "ghost", "dataset": "shapes-test"}]),
+         "config error: unknown model 'ghost' (known: tiny-shapes)"),
+        (lambda c: c.update(knn={"top_k": 0}), "top_k"),
+        (lambda c: c["models"].update(bad={"arch": "ViT-B-32"}), "bad"),
+    ],
+)
+def test_config_errors_are_reported(tmp_path, change, message):
+    workdir = copy_workflow(tmp_path)
+    config_path = workdir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    change(config)
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(workdir, "--dry-run")
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr
