@@ -21,14 +21,15 @@ def chain(tmp_path_factory, tiny_checkpoint):
         ("extract-features", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint,
          "--images", root / "data/images.lmdb", "--texts", root / "data/texts.jsonl",
          "--image-output", root / "feats/images.jsonl", "--text-output", root / "feats/texts.jsonl",
-         "--meta-output", root / "feats/meta.json", "--num-workers", 2, "--batch-size", 8, "--device", "cpu"),
+         "--num-workers", 2, "--batch-size", 8, "--device", "cpu"),
+        ("describe-model", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint, "--output", root / "model.json"),
         ("make-topk-predictions", "--image-feats", root / "feats/images.jsonl", "--text-feats", root / "feats/texts.jsonl",
          "--top-k", 10, "--direction", "t2i", "--output", root / "pred/t2i.jsonl"),
         ("make-topk-predictions", "--image-feats", root / "feats/images.jsonl", "--text-feats", root / "feats/texts.jsonl",
          "--top-k", 10, "--direction", "i2t", "--output", root / "pred/i2t.jsonl"),
         ("score-retrieval", "--texts", root / "data/texts.jsonl", "--t2i", root / "pred/t2i.jsonl",
          "--i2t", root / "pred/i2t.jsonl", "--dataset-meta", root / "data/meta.json",
-         "--features-meta", root / "feats/meta.json", "--config", '{"knn": {"top_k": 10}}',
+         "--model-meta", root / "model.json", "--config", '{"knn": {"top_k": 10}}',
          "--output", root / "scores/retrieval.json"),
         ("summarize", "--entry", "tiny", "small", root / "scores/retrieval.json",
          "--csv", root / "summary.csv", "--markdown", root / "summary.md"),
@@ -54,8 +55,8 @@ def test_features_are_unit_norm_jsonl(chain):
     assert len(texts) == 150 and set(texts[0]) == {"text_id", "feature"}
     norms = np.linalg.norm([r["feature"] for r in images + texts], axis=1)
     assert np.allclose(norms, 1, atol=1e-5)
-    meta = json.loads((chain / "feats/meta.json").read_text())
-    assert meta["arch"] == "clipeval-tiny" and meta["weights"].startswith("sha256:") and meta["dimension"] == 64
+    meta = json.loads((chain / "model.json").read_text())
+    assert meta["arch"] == "clipeval-tiny" and meta["weights"].startswith("sha256:") and meta["precision"] == "fp32"
 
 
 def independent_ranking(chain):
@@ -100,7 +101,7 @@ def test_scores_match_recall_computed_from_the_features(chain):
     provenance = metrics["provenance"]
     assert provenance["config"] == {"knn": {"top_k": 10}}
     assert provenance["dataset"]["checksum"].startswith("sha256:")
-    assert provenance["features"]["weights"].startswith("sha256:")
+    assert provenance["model"]["weights"].startswith("sha256:")
     assert {"torch", "open_clip_torch", "numpy"} <= set(provenance["versions"])
 
 
@@ -128,7 +129,7 @@ def assert_one_line_error(result, expected, *absent):
 def test_extract_with_unknown_arch(chain, tmp_path):
     result = run_cli("extract-features", "--arch", "ViT-Nope", "--images", chain / "data/images.lmdb",
                      "--texts", chain / "data/texts.jsonl", "--image-output", tmp_path / "i.jsonl",
-                     "--text-output", tmp_path / "t.jsonl", "--meta-output", tmp_path / "m.json")
+                     "--text-output", tmp_path / "t.jsonl")
     assert_one_line_error(result, "unknown open_clip arch 'ViT-Nope' (see open_clip.list_models())",
                           tmp_path / "i.jsonl", tmp_path / "t.jsonl")
 
@@ -136,8 +137,7 @@ def test_extract_with_unknown_arch(chain, tmp_path):
 def test_extract_with_missing_checkpoint(chain, tmp_path):
     result = run_cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", tmp_path / "gone.pt",
                      "--images", chain / "data/images.lmdb", "--texts", chain / "data/texts.jsonl",
-                     "--image-output", tmp_path / "i.jsonl", "--text-output", tmp_path / "t.jsonl",
-                     "--meta-output", tmp_path / "m.json")
+                     "--image-output", tmp_path / "i.jsonl", "--text-output", tmp_path / "t.jsonl")
     assert_one_line_error(result, f"{tmp_path / 'gone.pt'}: checkpoint file not found (model arch clipeval-tiny)",
                           tmp_path / "i.jsonl")
 
@@ -157,6 +157,19 @@ def test_score_with_a_missing_prediction(chain, tmp_path):
                      "--i2t", chain / "pred/i2t.jsonl", "--output", tmp_path / "s.json")
     first = json.loads(lines[0])["text_id"]
     assert_one_line_error(result, f"{tmp_path / 't2i.jsonl'}: no prediction for text_id {first} (1 missing)", tmp_path / "s.json")
+
+
+def test_sharded_extraction_gathers_to_the_same_bytes(chain, tiny_checkpoint, tmp_path):
+    shards = []
+    for index in range(3):
+        shards.append(tmp_path / f"{index}.jsonl")
+        result = run_cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint,
+                         "--images", chain / "data/images.lmdb", "--shard-size", 12, "--shard-index", index,
+                         "--image-output", shards[-1], "--batch-size", 8, "--num-workers", 0)
+        assert result.returncode == 0, result.stderr
+    result = run_cli("gather-features", *shards, "--output", tmp_path / "images.jsonl")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "images.jsonl").read_bytes() == (chain / "feats/images.jsonl").read_bytes()
 
 
 def test_train_subcommand(tmp_path, shapes_dataset):

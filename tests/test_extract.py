@@ -16,8 +16,9 @@ def tiny(tiny_checkpoint):
 
 def images_with(tiny, store, **options):
     model, preprocess, _ = tiny
-    settings = {"batch_size": 16, "num_workers": 0, "device": "cpu", "precision": "fp32", **options}
-    return encode_images(model, preprocess, store, **settings)
+    settings = {"batch_size": 16, "num_workers": 0, "device": "cpu", "precision": "fp32",
+                **{k: v for k, v in options.items() if k != "ids"}}
+    return encode_images(model, preprocess, store, options.pop("ids", store.image_ids()), **settings)
 
 
 def test_image_features_are_unit_rows_in_id_order_and_match_direct_encoding(tiny, shapes_dataset):
@@ -39,12 +40,37 @@ def test_parallel_workers_give_identical_features(tiny, shapes_dataset):
     assert np.array_equal(serial, parallel)
 
 
-def test_batch_size_changes_features_only_by_rounding(tiny, shapes_dataset):
-    # Matrix kernels block by batch shape, so the last bits may differ.
+def test_features_do_not_depend_on_how_the_images_are_split(tiny, shapes_dataset):
+    # Batches are padded to one shape, so neither shard nor batch boundaries
+    # reach the numbers: every split gives the same bits. (Matrix kernels
+    # round by batch shape; on this CPU only shapes 5-11 also round by row.)
     store, _ = open_dataset(shapes_dataset)
-    _, small = images_with(tiny, store, batch_size=7)
-    _, large = images_with(tiny, store, batch_size=40)
-    assert np.allclose(small, large, atol=1e-6)
+    ids = store.image_ids()
+    _, whole = images_with(tiny, store, batch_size=16)
+    pieces = [images_with(tiny, store, batch_size=16, ids=part)[1] for part in (ids[:3], ids[3:17], ids[17:])]
+    assert np.array_equal(whole, np.concatenate(pieces))
+
+
+def test_shards_are_consecutive_runs_of_ids():
+    from clipeval.extract import shard_count, shard_of
+
+    ids = np.arange(10, 20)
+    assert [shard_of(ids, i, 4).tolist() for i in range(shard_count(10, 4))] == [[10, 11, 12, 13], [14, 15, 16, 17], [18, 19]]
+    assert shard_of(ids, 0, 0).tolist() == ids.tolist()
+    with pytest.raises(ClipevalError, match="shard 3 does not exist: 10 images make 3 shards of 4"):
+        shard_of(ids, 3, 4)
+
+
+def test_gather_keeps_order_and_refuses_overlaps(tmp_path):
+    from clipeval.features import gather_features
+
+    matrix = np.eye(4, dtype=np.float32)
+    write_features(tmp_path / "0.jsonl", "image_id", np.array([1, 2]), matrix[:2])
+    write_features(tmp_path / "1.jsonl", "image_id", np.array([5, 9]), matrix[2:])
+    ids, gathered = gather_features([tmp_path / "0.jsonl", tmp_path / "1.jsonl"], "image_id")
+    assert ids.tolist() == [1, 2, 5, 9] and np.array_equal(gathered, matrix)
+    with pytest.raises(ClipevalError, match="shards out of order or overlapping at image_id 1"):
+        gather_features([tmp_path / "1.jsonl", tmp_path / "0.jsonl"], "image_id")
 
 
 def test_text_features(tiny, shapes_dataset):

@@ -16,6 +16,7 @@ import yaml
 from conftest import REPO
 
 WORKFLOW_FILES = ("Snakefile", "config", "workflow", "envs", "profiles")
+EXTRACTION = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1}
 
 
 def snakemake(workdir, *args):
@@ -88,7 +89,9 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "results/summary.md",
         "logs/prepare/shapes-test.log",
         "logs/train/tiny-shapes.log",
-        "logs/extract/tiny-shapes/shapes-test.log",
+        "logs/extract/tiny-shapes/shapes-test/texts.log",
+        "logs/extract/tiny-shapes/shapes-test/images-0.log",
+        "results/models/tiny-shapes/meta.json",
         "logs/knn/tiny-shapes/shapes-test/t2i.log",
         "logs/score/tiny-shapes/shapes-test.log",
         "logs/summary.log",
@@ -135,14 +138,14 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
 
     config["models"]["tiny-copy"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    assert planned_jobs(workdir) == {"extract_features": 1, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+    assert planned_jobs(workdir) == {"describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
 
     write_cnclip_files(workdir, workdir / "results/datasets/shapes-test")
     config["datasets"]["flickr-like"] = {"format": "cnclip", "task": "retrieval",
                                          "images": "valid_imgs.tsv", "texts": "valid_texts.jsonl"}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    assert planned_jobs(workdir) == {"prepare_cnclip": 1, "extract_features": 3, "knn": 6,
-                                     "score_retrieval": 3, "summary": 1, "all": 1}
+    assert planned_jobs(workdir) == {"prepare_cnclip": 1, "describe_model": 1, **{job: 3 for job in EXTRACTION},
+                                     "knn": 6, "score_retrieval": 3, "summary": 1, "all": 1}
 
     result = snakemake(workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -162,7 +165,7 @@ def test_evaluate_picks_pairs(tmp_path):
     config = yaml.safe_load(config_path.read_text())
     config["evaluate"] = [{"model": "tiny-shapes", "dataset": "shapes-test"}]
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    assert planned_jobs(workdir) == {"prepare_shapes": 2, "train": 1, "extract_features": 1, "knn": 2,
+    assert planned_jobs(workdir) == {"prepare_shapes": 2, "train": 1, "describe_model": 1, **EXTRACTION, "knn": 2,
                                      "score_retrieval": 1, "summary": 1, "all": 1}
 
 

@@ -10,6 +10,12 @@ def _temporary_sibling(final: Path) -> Path:
     return final.with_name(f".{final.name}.partial-{os.getpid()}")
 
 
+def _remove_stale_partials(final: Path) -> None:
+    """Leftovers of killed writers: only one job ever writes a given output."""
+    for stale in final.parent.glob(f".{final.name}.partial-*"):
+        _remove(stale)
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
@@ -26,8 +32,8 @@ def atomic_output(final):
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_partials(final)
     temporary = _temporary_sibling(final)
-    _remove(temporary)
     try:
         yield temporary
     except BaseException:

@@ -35,30 +35,54 @@ def _train(args):
 
 def _extract_features(args):
     from .captions import load_captions
-    from .extract import encode_images, encode_texts
-    from .features import write_features
+    from .extract import iter_image_features, iter_text_features, shard_of
+    from .features import write_feature_batches
     from .imagestore import ImageStore
+    from .model import build_model, resolve_device
+
+    if not (args.image_output or args.text_output):
+        raise ClipevalError("nothing to do: give --image-output, --text-output or both")
+    if args.image_output and not args.images:
+        raise ClipevalError("--image-output needs --images")
+    if args.text_output and not args.texts:
+        raise ClipevalError("--text-output needs --texts")
+    device = resolve_device(args.device)
+    captions = load_captions(args.texts) if args.text_output else None
+    store = ImageStore(args.images) if args.image_output else None
+    image_ids = shard_of(store.image_ids(), args.shard_index, args.shard_size) if store else None
+    model, transform, tokenizer = build_model(
+        args.arch, args.pretrained, device=device, preprocess=json.loads(args.preprocess) if args.preprocess else None
+    )
+    speed = {"batch_size": args.batch_size, "device": device, "precision": args.precision}
+    if store:
+        batches = iter_image_features(model, transform, store, image_ids, num_workers=args.num_workers, **speed)
+        write_feature_batches(args.image_output, "image_id", batches)
+    if captions:
+        batches = iter_text_features(model, tokenizer, captions.text_ids, captions.texts, **speed)
+        write_feature_batches(args.text_output, "text_id", batches)
+
+
+def _gather_features(args):
+    from .features import gather_features, write_features
+
+    ids, matrix = gather_features(args.shards, args.id_key)
+    write_features(args.output, args.id_key, ids, matrix)
+    print(f"gathered {len(ids)} features from {len(args.shards)} shards")
+
+
+def _describe_model(args):
     from .jsonl import write_json
-    from .model import build_model, resolve_device, weights_identity
+    from .model import check_arch, check_pretrained, weights_identity
     from .provenance import library_versions
 
-    device = resolve_device(args.device)
-    captions = load_captions(args.texts)
-    store = ImageStore(args.images)
-    store.image_ids()  # fail on an empty or unreadable store before the model loads
-    model, preprocess, tokenizer = build_model(args.arch, args.pretrained, device=device)
-    speed = {"batch_size": args.batch_size, "device": device, "precision": args.precision}
-    image_ids, image_matrix = encode_images(model, preprocess, store, num_workers=args.num_workers, **speed)
-    text_ids, text_matrix = encode_texts(model, tokenizer, captions.text_ids, captions.texts, **speed)
-    write_features(args.image_output, "image_id", image_ids, image_matrix)
-    write_features(args.text_output, "text_id", text_ids, text_matrix)
-    write_json(args.meta_output, {
+    check_arch(args.arch)
+    check_pretrained(args.arch, args.pretrained)
+    write_json(args.output, {
         "arch": args.arch,
         "pretrained": args.pretrained,
         "weights": weights_identity(args.pretrained),
         "precision": args.precision,
-        "dimension": int(image_matrix.shape[1]),
-        "counts": {"images": int(len(image_ids)), "texts": int(len(text_ids))},
+        "preprocess": json.loads(args.preprocess) if args.preprocess else None,
         "versions": library_versions(),
     })
 
@@ -101,7 +125,7 @@ def _score_retrieval(args):
     metrics["provenance"] = {
         "versions": library_versions(),
         "dataset": read_json(args.dataset_meta) if args.dataset_meta else None,
-        "features": read_json(args.features_meta) if args.features_meta else None,
+        "model": read_json(args.model_meta) if args.model_meta else None,
         "config": json.loads(args.config) if args.config else None,
     }
     write_json(args.output, metrics)
@@ -142,19 +166,35 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, required=True)
     train.set_defaults(handler=_train)
 
-    extract = commands.add_parser("extract-features", help="encode a dataset's images and captions")
+    extract = commands.add_parser("extract-features", help="encode a dataset's images and/or captions")
     extract.add_argument("--arch", required=True)
     extract.add_argument("--pretrained", default=None, help="open_clip tag or checkpoint path")
-    extract.add_argument("--images", type=Path, required=True, help="image LMDB directory")
-    extract.add_argument("--texts", type=Path, required=True, help="texts.jsonl")
-    extract.add_argument("--image-output", type=Path, required=True)
-    extract.add_argument("--text-output", type=Path, required=True)
-    extract.add_argument("--meta-output", type=Path, required=True)
+    extract.add_argument("--preprocess", help="JSON overriding open_clip's preprocess config")
+    extract.add_argument("--images", type=Path, help="image LMDB directory")
+    extract.add_argument("--texts", type=Path, help="texts.jsonl")
+    extract.add_argument("--image-output", type=Path)
+    extract.add_argument("--text-output", type=Path)
+    extract.add_argument("--shard-size", type=int, default=0, help="images per shard; 0 (default): one shard")
+    extract.add_argument("--shard-index", type=int, default=0)
     extract.add_argument("--precision", default="fp32", choices=("fp32", "fp16", "bf16", "amp"))
     extract.add_argument("--batch-size", type=int, default=256)
     extract.add_argument("--num-workers", type=int, default=2)
     extract.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     extract.set_defaults(handler=_extract_features)
+
+    gather = commands.add_parser("gather-features", help="concatenate feature shards in order")
+    gather.add_argument("shards", type=Path, nargs="+")
+    gather.add_argument("--id-key", choices=("image_id", "text_id"), default="image_id")
+    gather.add_argument("--output", type=Path, required=True)
+    gather.set_defaults(handler=_gather_features)
+
+    describe = commands.add_parser("describe-model", help="write a model's identity for provenance")
+    describe.add_argument("--arch", required=True)
+    describe.add_argument("--pretrained", default=None)
+    describe.add_argument("--precision", default="fp32")
+    describe.add_argument("--preprocess")
+    describe.add_argument("--output", type=Path, required=True)
+    describe.set_defaults(handler=_describe_model)
 
     knn = commands.add_parser("make-topk-predictions", help="exact inner-product top-k with FAISS")
     knn.add_argument("--image-feats", type=Path, required=True)
@@ -172,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
     score.add_argument("--allow-queries-without-positive", action="store_true")
     score.add_argument("--dataset-meta", type=Path)
-    score.add_argument("--features-meta", type=Path)
+    score.add_argument("--model-meta", type=Path, help="the describe-model output")
     score.add_argument("--config", help="JSON of the config that produced this result, for provenance")
     score.add_argument("--output", type=Path, required=True)
     score.set_defaults(handler=_score_retrieval)

@@ -45,6 +45,19 @@ def prepare_model_for_precision(model, precision: str, device: str):
     return model, torch.float32, contextlib.nullcontext
 
 
+def _padded(batch: torch.Tensor, size: int) -> torch.Tensor:
+    """Repeat the last row up to `size` rows.
+
+    Matrix kernels pick their code path by batch shape, and small shapes round
+    differently. Encoding every batch at one shape makes an item's features
+    independent of where batches and shards happen to split.
+    """
+    missing = size - len(batch)
+    if missing <= 0:
+        return batch
+    return torch.cat([batch, batch[-1:].expand(missing, *batch.shape[1:])])
+
+
 def _normalised(features: torch.Tensor) -> np.ndarray:
     return F.normalize(features.float(), dim=-1).cpu().numpy()
 
@@ -56,9 +69,24 @@ def _check_finite(matrix: np.ndarray, ids: np.ndarray, what: str, precision: str
         raise ClipevalError(f"{what} {bad}: the model produced NaN or infinite features at precision {precision}")
 
 
-def encode_images(model, preprocess, store: ImageStore, *, batch_size, num_workers, device, precision):
-    """Return (image ids ascending, float32 matrix of unit rows)."""
-    image_ids = store.image_ids()
+def shard_of(image_ids: np.ndarray, shard_index: int, shard_size: int) -> np.ndarray:
+    """The ids of one shard: consecutive runs of `shard_size` ids in ascending order (0: all)."""
+    if shard_size == 0:
+        if shard_index != 0:
+            raise ClipevalError(f"shard {shard_index} does not exist: without a shard size there is one shard")
+        return image_ids
+    count = shard_count(len(image_ids), shard_size)
+    if not 0 <= shard_index < count:
+        raise ClipevalError(f"shard {shard_index} does not exist: {len(image_ids)} images make {count} shards of {shard_size}")
+    return image_ids[shard_index * shard_size:(shard_index + 1) * shard_size]
+
+
+def shard_count(num_images: int, shard_size: int) -> int:
+    return 1 if shard_size == 0 else max(1, -(-num_images // shard_size))
+
+
+def iter_image_features(model, preprocess, store: ImageStore, image_ids, *, batch_size, num_workers, device, precision):
+    """Yield (ids, float32 unit rows) batch by batch, in the order of `image_ids`."""
     model, input_dtype, autocast = prepare_model_for_precision(model, precision, device)
     loader = torch.utils.data.DataLoader(
         LmdbImages(store, image_ids, preprocess),
@@ -66,26 +94,40 @@ def encode_images(model, preprocess, store: ImageStore, *, batch_size, num_worke
         num_workers=num_workers,
         shuffle=False,
         pin_memory=torch.device(device).type == "cuda",
-        persistent_workers=False,
     )
-    chunks = []
+    start = 0
     with torch.inference_mode(), autocast():
         for batch in tqdm(loader, desc="images", unit="batch", mininterval=5):
-            features = model.encode_image(batch.to(device, dtype=input_dtype, non_blocking=True))
-            chunks.append(_normalised(features))
-    matrix = np.concatenate(chunks)
-    _check_finite(matrix, image_ids, "image_id", precision)
-    return image_ids, matrix
+            padded = _padded(batch, batch_size).to(device, dtype=input_dtype, non_blocking=True)
+            matrix = _normalised(model.encode_image(padded))[:len(batch)]
+            ids = image_ids[start:start + len(batch)]
+            _check_finite(matrix, ids, "image_id", precision)
+            start += len(batch)
+            yield ids, matrix
 
 
-def encode_texts(model, tokenizer, text_ids: np.ndarray, texts: list[str], *, batch_size, device, precision):
-    """Return (text ids in file order, float32 matrix of unit rows)."""
+def iter_text_features(model, tokenizer, text_ids: np.ndarray, texts: list[str], *, batch_size, device, precision):
+    """Yield (ids, float32 unit rows) batch by batch, in file order."""
     model, _, autocast = prepare_model_for_precision(model, precision, device)
-    chunks = []
     with torch.inference_mode(), autocast():
         for start in tqdm(range(0, len(texts), batch_size), desc="texts", unit="batch", mininterval=5):
-            tokens = tokenizer(texts[start:start + batch_size]).to(device)
-            chunks.append(_normalised(model.encode_text(tokens)))
-    matrix = np.concatenate(chunks)
-    _check_finite(matrix, text_ids, "text_id", precision)
-    return text_ids, matrix
+            tokens = tokenizer(texts[start:start + batch_size])
+            matrix = _normalised(model.encode_text(_padded(tokens, batch_size).to(device)))[:len(tokens)]
+            ids = text_ids[start:start + len(tokens)]
+            _check_finite(matrix, ids, "text_id", precision)
+            yield ids, matrix
+
+
+def _collect(batches) -> tuple[np.ndarray, np.ndarray]:
+    parts = list(batches)
+    return np.concatenate([ids for ids, _ in parts]), np.concatenate([matrix for _, matrix in parts])
+
+
+def encode_images(model, preprocess, store, image_ids, **options):
+    """(image_ids, float32 matrix of unit rows)."""
+    return _collect(iter_image_features(model, preprocess, store, image_ids, **options))
+
+
+def encode_texts(model, tokenizer, text_ids, texts, **options):
+    """(text_ids, float32 matrix of unit rows)."""
+    return _collect(iter_text_features(model, tokenizer, text_ids, texts, **options))

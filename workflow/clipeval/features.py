@@ -15,9 +15,20 @@ ID_KEYS = ("image_id", "text_id")
 
 
 def write_features(path, id_key: str, ids: np.ndarray, matrix: np.ndarray) -> None:
-    assert id_key in ID_KEYS and len(ids) == len(matrix)
-    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    write_jsonl(path, ({id_key: int(i), "feature": row} for i, row in zip(ids, matrix)))
+    write_feature_batches(path, id_key, [(ids, matrix)])
+
+
+def write_feature_batches(path, id_key: str, batches) -> int:
+    """Stream (ids, matrix) batches to one file as they come; it appears only when all are written."""
+    assert id_key in ID_KEYS
+
+    def rows():
+        for ids, matrix in batches:
+            matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            for feature_id, row in zip(ids.tolist(), matrix):
+                yield {id_key: feature_id, "feature": row}
+
+    return write_jsonl(path, rows())
 
 
 def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -71,3 +82,14 @@ def check_same_dimension(image_path, image_matrix, text_path, text_matrix) -> No
             f"{image_path} has {image_matrix.shape[1]}-dimensional features but "
             f"{text_path} has {text_matrix.shape[1]}"
         )
+
+
+def gather_features(shard_paths, id_key: str) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate shard files in the order given; ids must keep ascending across shards."""
+    parts = [read_features(path, id_key) for path in shard_paths]
+    ids = np.concatenate([part_ids for part_ids, _ in parts])
+    if len(np.unique(ids)) != len(ids) or (np.diff(ids) <= 0).any():
+        position = int(np.argmax(np.diff(ids) <= 0)) + 1
+        raise ClipevalError(f"shards out of order or overlapping at {id_key} {ids[position]}: "
+                            + ", ".join(str(p) for p in shard_paths))
+    return ids, np.concatenate([matrix for _, matrix in parts])

@@ -17,6 +17,12 @@ from .errors import ClipevalError
 MODEL_CONFIG_DIR = Path(str(files("clipeval") / "model_configs"))
 open_clip.add_model_config(MODEL_CONFIG_DIR)
 
+_PREPROCESS_ARGUMENTS = {
+    "mean": "image_mean",
+    "std": "image_std",
+    "interpolation": "image_interpolation",
+    "resize_mode": "image_resize_mode",
+}
 _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".npz", ".ckpt")
 
 
@@ -51,28 +57,37 @@ def _check_loadable(checkpoint: str) -> None:
         raise ClipevalError(f"{checkpoint}: not a loadable checkpoint ({type(error).__name__})") from None
 
 
-def build_model(arch: str, pretrained: str | None, device: str = "cpu", precision: str = "fp32"):
-    """Return (model in eval mode, eval preprocess, tokenizer)."""
+def build_model(arch: str, pretrained: str | None, device: str = "cpu", precision: str = "fp32", preprocess=None):
+    """Return (model in eval mode, eval preprocess, tokenizer).
+
+    `preprocess` overrides open_clip's eval preprocessing: any of mean, std,
+    interpolation, resize_mode.
+    """
+    preprocess = preprocess or {}
+    unknown = set(preprocess) - set(_PREPROCESS_ARGUMENTS)
+    if unknown:
+        raise ClipevalError(f"unknown preprocess option(s): {', '.join(sorted(unknown))}")
     check_arch(arch)
     check_pretrained(arch, pretrained)
     local = bool(pretrained) and looks_like_path(pretrained)
     if local:
         _check_loadable(pretrained)
     try:
-        model, _, preprocess = open_clip.create_model_and_transforms(
+        model, _, transform = open_clip.create_model_and_transforms(
             arch,
             pretrained=pretrained or None,
             device=device,
             precision=precision,
             require_pretrained=bool(pretrained),
+            **{_PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
         )
-    except Exception as error:  # open_clip reports a mismatch as RuntimeError, KeyError, AssertionError …
+    except (RuntimeError, AssertionError, KeyError, ValueError) as error:  # how open_clip reports a mismatch
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if local:
             raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {detail}") from None
         raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None
     model.eval()
-    return model, preprocess, open_clip.get_tokenizer(arch)
+    return model, transform, open_clip.get_tokenizer(arch)
 
 
 def weights_identity(pretrained: str | None) -> str:

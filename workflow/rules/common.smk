@@ -37,9 +37,11 @@ STAGE_CODE = {
         ["torch", "open_clip_torch", "pillow", "numpy"],
     ),
     "extract": (
-        ["extract.py", "model.py", "features.py", "captions.py", "imagestore.py", "jsonl.py", "model_configs/clipeval-tiny.json"],
+        ["extract.py", "model.py", "features.py", "captions.py", "imagestore.py", "jsonl.py", "provenance.py",
+         "model_configs/clipeval-tiny.json"],
         ["torch", "torchvision", "open_clip_torch", "pillow"],
     ),
+    "gather": (["features.py", "jsonl.py"], ["numpy"]),
     "knn": (["knn.py", "features.py", "jsonl.py"], ["faiss-cpu", "faiss-gpu", "numpy"]),
     "score": (["retrieval.py", "predictions.py", "captions.py", "provenance.py", "jsonl.py"], ["numpy"]),
     "summary": (["summary.py", "jsonl.py"], []),
@@ -136,17 +138,40 @@ def checkpoint_of(model):
     return None
 
 
+def cnclip_sources(wildcards):
+    """Source files to track; an LMDB is tracked by its data file, which Snakemake can checksum."""
+    entry = dataset_config(wildcards.dataset)
+    images = Path(entry["images"])
+    return {"images": str(images / "data.mdb") if images.is_dir() else str(images), "texts": entry["texts"]}
+
+
 def train_inputs(wildcards):
-    return dataset_files(model_config(wildcards.model)["train"]["dataset"])
+    files = dataset_files(model_config(wildcards.model)["train"]["dataset"])
+    return {"texts": files["texts"], "meta": files["meta"]}
 
 
-def extract_inputs(wildcards):
-    files = dataset_files(wildcards.dataset)
-    inputs = {"images": files["images"], "texts": files["texts"]}
+def model_precision(model):
+    return model_config(model).get("precision", config["extract"]["precision"])
+
+
+def preprocess_option(wildcards):
+    preprocess = model_config(wildcards.model).get("preprocess")
+    if not preprocess:
+        return ""
+    return f"--preprocess {shlex.quote(json.dumps(preprocess, sort_keys=True))}"
+
+
+def weights_input(wildcards):
     weights = checkpoint_of(wildcards.model)
-    if weights:
-        inputs["weights"] = weights
-    return inputs
+    return {"weights": weights} if weights else {}
+
+
+def text_extract_inputs(wildcards):
+    return {"texts": dataset_files(wildcards.dataset)["texts"], **weights_input(wildcards)}
+
+
+def image_extract_inputs(wildcards):
+    return {"dataset_meta": dataset_files(wildcards.dataset)["meta"], **weights_input(wildcards)}
 
 
 def pretrained_option(wildcards, input):
@@ -155,9 +180,19 @@ def pretrained_option(wildcards, input):
     return f"--pretrained {shlex.quote(model_config(wildcards.model)['pretrained'])}"
 
 
-def features_of(wildcards):
-    base = f"results/features/{wildcards.model}/{wildcards.dataset}"
-    return {"images": f"{base}/images.jsonl", "texts": f"{base}/texts.jsonl", "meta": f"{base}/meta.json"}
+def prepared_image_count(dataset):
+    """Images in a prepared dataset; waits for its prepare checkpoint."""
+    fmt = dataset_config(dataset)["format"]
+    meta = getattr(checkpoints, f"prepare_{fmt}").get(dataset=dataset).output.meta
+    with open(meta) as handle:
+        return json.load(handle)["counts"]["images"]
+
+
+def image_shards(wildcards):
+    shard_size = config["extract"]["shard_size"]
+    count = 1 if shard_size == 0 else -(-prepared_image_count(wildcards.dataset) // shard_size)
+    base = f"results/features/{wildcards.model}/{wildcards.dataset}/image-shards"
+    return [f"{base}/{index}.jsonl" for index in range(max(1, count))]
 
 
 def score_inputs(wildcards):
@@ -166,7 +201,7 @@ def score_inputs(wildcards):
     return {
         "texts": files["texts"],
         "dataset_meta": files["meta"],
-        "features_meta": features_of(wildcards)["meta"],
+        "model_meta": f"results/models/{wildcards.model}/meta.json",
         "t2i": f"{predictions}/t2i.jsonl",
         "i2t": f"{predictions}/i2t.jsonl",
     }
@@ -178,7 +213,7 @@ def result_config(wildcards):
         {
             "model": {"name": wildcards.model, **model_config(wildcards.model)},
             "dataset": {"name": wildcards.dataset, **dataset_config(wildcards.dataset)},
-            "extract": {"precision": config["extract"]["precision"]},
+            "extract": {"precision": model_precision(wildcards.model)},
             "knn": {"top_k": config["knn"]["top_k"]},
             "metrics": config["metrics"],
         },

@@ -1,33 +1,101 @@
-# extract: a model encodes a dataset's images and captions to feature jsonl.
+# extract: a model encodes a dataset's captions and images to feature jsonl.
+# Images are encoded in shards (one by default, `extract.shard_size` images
+# each otherwise), each its own job, then gathered in id order. Extraction
+# jobs are marked for Snakemake's between-workflow cache (--cache).
 # Batch size, workers and device are resources, not params: they change
 # speed, not features, so a change to them re-runs nothing.
 
 
-rule extract_features:
+rule describe_model:
     input:
-        unpack(extract_inputs),
+        unpack(weights_input),
     output:
-        images="results/features/{model}/{dataset}/images.jsonl",
-        texts="results/features/{model}/{dataset}/texts.jsonl",
-        meta="results/features/{model}/{dataset}/meta.json",
+        meta="results/models/{model}/meta.json",
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,
-        precision=config["extract"]["precision"],
+        precision=lambda wildcards: model_precision(wildcards.model),
+        preprocess=preprocess_option,
         code=stage_fingerprint("extract"),
+    log:
+        "logs/describe/{model}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval describe-model --arch {params.arch} {params.pretrained}"
+        " --precision {params.precision} {params.preprocess} --output {output.meta} > {log} 2>&1"
+
+
+rule extract_text_features:
+    input:
+        unpack(text_extract_inputs),
+    output:
+        texts="results/features/{model}/{dataset}/texts.jsonl",
+    params:
+        arch=lambda wildcards: model_config(wildcards.model)["arch"],
+        pretrained=pretrained_option,
+        precision=lambda wildcards: model_precision(wildcards.model),
+        preprocess=preprocess_option,
+        code=stage_fingerprint("extract"),
+    cache: True
+    threads: min(2, workflow.cores)
+    resources:
+        batch_size=config["extract"]["batch_size"],
+        device=config["extract"]["device"],
+    log:
+        "logs/extract/{model}/{dataset}/texts.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval extract-features --arch {params.arch} {params.pretrained} {params.preprocess}"
+        " --precision {params.precision} --texts {input.texts} --text-output {output.texts}"
+        " --batch-size {resources.batch_size} --device {resources.device} > {log} 2>&1"
+
+
+rule extract_image_shard:
+    input:
+        unpack(image_extract_inputs),
+    output:
+        shard="results/features/{model}/{dataset}/image-shards/{shard}.jsonl",
+    wildcard_constraints:
+        shard=r"\d+",
+    params:
+        images=lambda wildcards, input: Path(input.dataset_meta).parent / "images.lmdb",
+        shard_size=config["extract"]["shard_size"],
+        arch=lambda wildcards: model_config(wildcards.model)["arch"],
+        pretrained=pretrained_option,
+        precision=lambda wildcards: model_precision(wildcards.model),
+        preprocess=preprocess_option,
+        code=stage_fingerprint("extract"),
+    cache: True
     threads: min(2, workflow.cores)
     resources:
         batch_size=config["extract"]["batch_size"],
         num_workers=config["extract"]["num_workers"],
         device=config["extract"]["device"],
     log:
-        "logs/extract/{model}/{dataset}.log",
+        "logs/extract/{model}/{dataset}/images-{shard}.log",
     conda:
         ENV_FILE
     shell:
-        "python -m clipeval extract-features --arch {params.arch} {params.pretrained}"
-        " --images {input.images} --texts {input.texts} --precision {params.precision}"
+        "python -m clipeval extract-features --arch {params.arch} {params.pretrained} {params.preprocess}"
+        " --precision {params.precision} --images {params.images}"
+        " --shard-index {wildcards.shard} --shard-size {params.shard_size} --image-output {output.shard}"
         " --batch-size {resources.batch_size} --num-workers {resources.num_workers}"
-        " --device {resources.device}"
-        " --image-output {output.images} --text-output {output.texts} --meta-output {output.meta}"
-        " > {log} 2>&1"
+        " --device {resources.device} > {log} 2>&1"
+
+
+rule gather_image_features:
+    input:
+        image_shards,
+    output:
+        images="results/features/{model}/{dataset}/images.jsonl",
+    params:
+        code=stage_fingerprint("gather"),
+    cache: True
+    log:
+        "logs/extract/{model}/{dataset}/gather.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval gather-features {input} --id-key image_id --output {output.images} > {log} 2>&1"

@@ -1,7 +1,10 @@
 # prepare: a dataset source becomes images.lmdb + texts.jsonl + meta.json.
+# Checkpoints, so that sharded extraction can count the prepared images.
+# Downstream rules depend on meta.json, whose content checksum stands for the
+# LMDB directory (Snakemake cannot checksum a directory).
 
 
-rule prepare_shapes:
+checkpoint prepare_shapes:
     output:
         images=directory("results/datasets/{dataset}/images.lmdb"),
         texts="results/datasets/{dataset}/texts.jsonl",
@@ -23,10 +26,9 @@ rule prepare_shapes:
         " --first-image-id {params.first_image_id} --out {params.out_dir} > {log} 2>&1"
 
 
-rule prepare_cnclip:
+checkpoint prepare_cnclip:
     input:
-        images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
-        texts=lambda wildcards: dataset_config(wildcards.dataset)["texts"],
+        unpack(cnclip_sources),
     output:
         images=directory("results/datasets/{dataset}/images.lmdb"),
         texts="results/datasets/{dataset}/texts.jsonl",
@@ -34,6 +36,7 @@ rule prepare_cnclip:
     wildcard_constraints:
         dataset=datasets_of_format("cnclip"),
     params:
+        images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
         out_dir=lambda wildcards, output: Path(output.meta).parent,
         code=stage_fingerprint("prepare"),
     log:
@@ -41,5 +44,5 @@ rule prepare_cnclip:
     conda:
         ENV_FILE
     shell:
-        "python -m clipeval import-cnclip --images {input.images:q} --texts {input.texts:q}"
+        "python -m clipeval import-cnclip --images {params.images:q} --texts {input.texts:q}"
         " --out {params.out_dir} > {log} 2>&1"

@@ -22,5 +22,5 @@ rule score_retrieval:
     shell:
         "python -m clipeval score-retrieval --texts {input.texts} --t2i {input.t2i} --i2t {input.i2t}"
         " --recall-at {params.recall_at} {params.allow_without_positive}"
-        " --dataset-meta {input.dataset_meta} --features-meta {input.features_meta}"
+        " --dataset-meta {input.dataset_meta} --model-meta {input.model_meta}"
         " --config {params.result_config:q} --output {output.metrics} > {log} 2>&1"
