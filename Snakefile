@@ -21,7 +21,7 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/summary.smk"
 
 
-check_train_datasets()
+check_config()
 
 
 rule all:

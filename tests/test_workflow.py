@@ -1,53 +1,16 @@
 """The whole workflow through the real Snakemake, in a temporary copy of the repository."""
 
 import base64
-import csv
 import json
-import os
-import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import REPO
+from snakemake_runner import copy_workflow, planned_jobs, read_summary, snakemake
 
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "envs", "profiles")
 EXTRACTION = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1}
-
-
-def snakemake(workdir, *args):
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=workdir, capture_output=True, text=True, env=env)
-
-
-def planned_jobs(workdir, *args):
-    """{rule: count} that a dry run plans."""
-    result = snakemake(workdir, "--dry-run", *args)
-    assert result.returncode == 0, result.stdout + result.stderr
-    output = result.stdout + result.stderr
-    if "Nothing to be done" in output:
-        return {}
-    table = output.split("Job stats:")[1].split("Reasons:")[0]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m[1] != "total"}
-
-
-def copy_workflow(destination):
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, destination / name)
-    return destination
-
-
-def read_summary(workdir):
-    with open(workdir / "results/summary.csv") as handle:
-        return list(csv.DictReader(handle))
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +68,8 @@ def test_default_workflow_writes_the_documented_paths(default_run):
 
 def test_a_finished_run_has_nothing_to_do(default_run):
     assert planned_jobs(default_run) == {}
+    result = snakemake(default_run, "--cores", "1")
+    assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr
 
 
 def test_lint_is_clean():
@@ -179,6 +144,8 @@ def test_evaluate_picks_pairs(tmp_path):
         (lambda c: c.update(evaluate=[{"model": "ghost", "dataset": "shapes-test"}]),
          "config error: unknown model 'ghost' (known: tiny-shapes)"),
         (lambda c: c.update(knn={"top_k": 0}), "top_k"),
+        (lambda c: c.update(knn={"top_k": 5}),
+         "config error: knn.top_k is 5, but R@10 needs at least 10 predictions (Rsum always uses R@10)"),
         (lambda c: c["models"].update(bad={"arch": "ViT-B-32"}), "bad"),
     ],
 )

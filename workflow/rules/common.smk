@@ -99,10 +99,15 @@ def evaluation_pairs():
     ]
 
 
-def check_train_datasets():
+def check_config():
+    """Checks that span several config sections, which the schema cannot express."""
     for name, entry in config["models"].items():
         if "train" in entry:
             dataset_config(entry["train"]["dataset"])
+    deepest = max([*config["metrics"]["recall_at"], 10])
+    if config["knn"]["top_k"] < deepest:
+        fail(f"knn.top_k is {config['knn']['top_k']}, but R@{deepest} needs at least {deepest} predictions"
+             " (Rsum always uses R@10)")
 
 
 def names_matching(names):

@@ -60,7 +60,7 @@ rule extract_image_shard:
     wildcard_constraints:
         shard=r"\d+",
     params:
-        images=lambda wildcards, input: Path(input.dataset_meta).parent / "images.lmdb",
+        images=lambda wildcards, input: str(Path(input.dataset_meta).parent / "images.lmdb"),
         shard_size=config["extract"]["shard_size"],
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,

@@ -12,7 +12,7 @@ checkpoint prepare_shapes:
     wildcard_constraints:
         dataset=datasets_of_format("shapes"),
     params:
-        out_dir=lambda wildcards, output: Path(output.meta).parent,
+        out_dir=lambda wildcards, output: str(Path(output.meta).parent),
         num_images=lambda wildcards: dataset_config(wildcards.dataset)["num_images"],
         seed=lambda wildcards: dataset_config(wildcards.dataset)["seed"],
         first_image_id=lambda wildcards: dataset_config(wildcards.dataset).get("first_image_id", 0),
@@ -37,7 +37,7 @@ checkpoint prepare_cnclip:
         dataset=datasets_of_format("cnclip"),
     params:
         images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
-        out_dir=lambda wildcards, output: Path(output.meta).parent,
+        out_dir=lambda wildcards, output: str(Path(output.meta).parent),
         code=stage_fingerprint("prepare"),
     log:
         "logs/prepare/{dataset}.log",

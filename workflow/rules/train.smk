@@ -1,4 +1,6 @@
 # train: a model entry with `train:` settings becomes an open_clip checkpoint.
+# Training is seeded and deterministic, so its checkpoint may be shared
+# through the between-workflow cache like features.
 
 
 rule train:
@@ -8,12 +10,13 @@ rule train:
         checkpoint="results/models/{model}/checkpoint.pt",
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
-        dataset_dir=lambda wildcards, input: Path(input.meta).parent,
+        dataset_dir=lambda wildcards, input: str(Path(input.meta).parent),
         epochs=lambda wildcards: model_config(wildcards.model)["train"]["epochs"],
         batch_size=lambda wildcards: model_config(wildcards.model)["train"]["batch_size"],
         lr=lambda wildcards: model_config(wildcards.model)["train"]["lr"],
         seed=lambda wildcards: model_config(wildcards.model)["train"]["seed"],
         code=stage_fingerprint("train"),
+    cache: True
     threads: workflow.cores
     log:
         "logs/train/{model}.log",

@@ -1,0 +1,76 @@
+"""Run the real Snakemake on copies of this repository's workflow."""
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from conftest import REPO
+
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "envs", "profiles")
+JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
+
+
+def snakemake(workdir, *args, env=None, **popen):
+    env = {**os.environ, **(env or {})}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=workdir, capture_output=True,
+                          text=True, env=env, **popen)
+
+
+def job_counts(output):
+    """{rule: count} of the job blocks Snakemake printed."""
+    counts = {}
+    for rule in JOB_HEADER.findall(output):
+        counts[rule] = counts.get(rule, 0) + 1
+    return counts
+
+
+def planned_jobs(workdir, *args, env=None):
+    """{rule: count} that a dry run plans."""
+    result = snakemake(workdir, "--dry-run", *args, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return job_counts(result.stdout + result.stderr)
+
+
+def run_jobs(workdir, *args, env=None):
+    """Run the workflow; return {rule: count} of the jobs it ran."""
+    result = snakemake(workdir, "--cores", "2", *args, env=env)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return job_counts(result.stdout + result.stderr)
+
+
+def copy_workflow(destination):
+    destination.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, destination / name)
+    return destination
+
+
+def copy_experiment(source, destination):
+    """A finished experiment, results and Snakemake's records included, mtimes kept."""
+    shutil.copytree(source, destination, symlinks=True,
+                    ignore=shutil.ignore_patterns("locks", "incomplete", "log", "__pycache__"))
+    return destination
+
+
+def edit_config(workdir, change):
+    path = workdir / "config/config.yaml"
+    config = yaml.safe_load(path.read_text())
+    change(config)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return config
+
+
+def read_summary(workdir):
+    with open(workdir / "results/summary.csv") as handle:
+        return list(csv.DictReader(handle))

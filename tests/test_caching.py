@@ -1,0 +1,305 @@
+"""Re-run exactly what changed: each row changes one thing after a full run
+and asserts the exact jobs Snakemake plans, then that it runs exactly those."""
+
+import base64
+import json
+import os
+
+import pytest
+
+from snakemake_runner import copy_experiment, copy_workflow, edit_config, job_counts, planned_jobs, run_jobs
+
+SMALL_CONFIG = {
+    "datasets": {
+        "shapes-train": {"format": "shapes", "task": "train", "num_images": 256, "seed": 0},
+        "shapes-test": {"format": "shapes", "task": "retrieval", "num_images": 120, "seed": 1, "first_image_id": 100000},
+        "cn-test": {"format": "cnclip", "task": "retrieval", "images": "sources/cn_imgs.tsv", "texts": "sources/cn_texts.jsonl"},
+    },
+    "models": {
+        "tiny": {"arch": "clipeval-tiny", "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0}},
+    },
+    "extract": {"precision": "fp32", "shard_size": 0, "batch_size": 32, "num_workers": 0, "device": "auto"},
+    "knn": {"top_k": 10, "device": "auto"},
+    "metrics": {"recall_at": [1, 5, 10], "allow_queries_without_positive": False},
+}
+
+EVALUATE_ONE_PAIR = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1,
+                     "knn": 2, "score_retrieval": 1}
+
+
+def times(jobs, n):
+    return {rule: count * n for rule, count in jobs.items()}
+
+
+def plus(*job_sets):
+    total = {}
+    for jobs in job_sets:
+        for rule, count in jobs.items():
+            total[rule] = total.get(rule, 0) + count
+    return total
+
+
+FINISH = {"summary": 1, "all": 1}
+
+
+def write_cnclip_sources(directory, seed=9, first_image_id=500000, num_images=40):
+    from clipeval.shapes import generate_shapes
+
+    directory.mkdir(exist_ok=True)
+    images, captions, _ = generate_shapes(num_images, seed, first_image_id)
+    (directory / "cn_imgs.tsv").write_text("".join(f"{i}\t{base64.b64encode(raw).decode()}\n" for i, raw in images))
+    (directory / "cn_texts.jsonl").write_text("".join(
+        json.dumps({"text_id": int(t), "text": x, "image_ids": ids.tolist()}) + "\n"
+        for t, x, ids in zip(captions.text_ids, captions.texts, captions.image_ids)))
+
+
+def small_experiment(directory):
+    copy_workflow(directory)
+    write_cnclip_sources(directory / "sources")
+    edit_config(directory, lambda config: (config.clear(), config.update(json.loads(json.dumps(SMALL_CONFIG)))))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    workdir = small_experiment(tmp_path_factory.mktemp("baseline"))
+    ran = run_jobs(workdir)
+    assert ran == plus({"prepare_shapes": 2, "prepare_cnclip": 1, "train": 1, "describe_model": 1},
+                       times(EVALUATE_ONE_PAIR, 2), FINISH)
+    return workdir
+
+
+def fake_installed_version(workdir, distribution, version):
+    """Make importlib.metadata report another installed version, as an upgrade would."""
+    site = workdir / "upgraded-site"
+    info = site / f"{distribution.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
+    return {"PYTHONPATH": str(site)}
+
+
+def append_comment(workdir, module):
+    with open(workdir / "workflow/clipeval" / module, "a") as handle:
+        handle.write("\n# edited\n")
+
+
+def replace_one_image(workdir):
+    from clipeval.shapes import generate_shapes
+
+    other = generate_shapes(1, seed=99)[0][0][1]
+    path = workdir / "sources/cn_imgs.tsv"
+    lines = path.read_text().splitlines()
+    image_id = lines[3].split("\t")[0]
+    lines[3] = f"{image_id}\t{base64.b64encode(other).decode()}"
+    path.write_text("\n".join(lines) + "\n")
+
+
+def touch_without_change(workdir):
+    for path in ["sources/cn_imgs.tsv", "sources/cn_texts.jsonl", "results/datasets/shapes-test/texts.jsonl",
+                 "results/datasets/cn-test/meta.json", "results/features/tiny/cn-test/texts.jsonl",
+                 "results/models/tiny/checkpoint.pt", "results/predictions/tiny/shapes-test/t2i.jsonl"]:
+        os.utime(workdir / path)
+
+
+def config_change(change):
+    return lambda workdir: edit_config(workdir, change)
+
+
+REEXTRACT_BOTH = plus({"describe_model": 1}, times(EVALUATE_ONE_PAIR, 2), FINISH)
+
+MATRIX = {
+    "nothing": (lambda workdir: None, {}),
+    "knn.top_k": (config_change(lambda c: c["knn"].update(top_k=20)),
+                  {"knn": 4, "score_retrieval": 2, **FINISH}),
+    "metrics.recall_at": (config_change(lambda c: c["metrics"].update(recall_at=[1, 3, 5, 10])),
+                          {"score_retrieval": 2, **FINISH}),
+    "metrics.allow_queries_without_positive": (
+        config_change(lambda c: c["metrics"].update(allow_queries_without_positive=True)),
+        {"score_retrieval": 2, **FINISH}),
+    "new model": (config_change(lambda c: c["models"].update(
+        copy={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"})), REEXTRACT_BOTH),
+    "new dataset": (config_change(lambda c: c["datasets"].update(
+        val={"format": "shapes", "task": "retrieval", "num_images": 30, "seed": 7, "first_image_id": 300000})),
+        plus({"prepare_shapes": 1}, EVALUATE_ONE_PAIR, FINISH)),
+    "dataset image content": (replace_one_image, plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH)),
+    "dataset caption content": (
+        lambda w: (w / "sources/cn_texts.jsonl").write_text(
+            (w / "sources/cn_texts.jsonl").read_text().replace("a ", "one ", 1)),
+        plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH)),
+    "model weights (training settings)": (
+        config_change(lambda c: c["models"]["tiny"]["train"].update(seed=1)), plus({"train": 1}, REEXTRACT_BOTH)),
+    "model precision": (config_change(lambda c: c["models"]["tiny"].update(precision="bf16")), REEXTRACT_BOTH),
+    "model preprocessing": (config_change(lambda c: c["models"]["tiny"].update(preprocess={"interpolation": "bilinear"})),
+                            REEXTRACT_BOTH),
+    "speed knobs": (config_change(lambda c: (c["extract"].update(batch_size=16, num_workers=2, device="cpu"),
+                                             c["knn"].update(device="cpu"))), {}),
+    "knn module source": (lambda w: append_comment(w, "knn.py"), {"knn": 4, "score_retrieval": 2, **FINISH}),
+    "summary module source": (lambda w: append_comment(w, "summary.py"), FINISH),
+    "touch without content change": (touch_without_change, {}),
+}
+
+VERSION_MATRIX = {
+    "faiss-cpu": {"knn": 4, "score_retrieval": 2, **FINISH},
+    "open_clip_torch": plus({"train": 1}, REEXTRACT_BOTH),
+}
+
+
+# Planned before prepare runs, skipped once it has: the re-prepared captions
+# file has the same content, and Snakemake checks input checksums at run time.
+SKIPPED_AT_RUN_TIME = {"dataset image content": {"extract_text_features": 1}}
+
+
+@pytest.mark.parametrize("row", list(MATRIX))
+def test_rerun_matrix(baseline, tmp_path, row):
+    change, expected = MATRIX[row]
+    workdir = copy_experiment(baseline, tmp_path / "experiment")
+    change(workdir)
+    assert planned_jobs(workdir) == expected
+    skipped = SKIPPED_AT_RUN_TIME.get(row, {})
+    assert run_jobs(workdir) == {rule: n - skipped.get(rule, 0) for rule, n in expected.items() if n > skipped.get(rule, 0)}
+    assert planned_jobs(workdir) == {}
+
+
+@pytest.mark.parametrize("distribution", list(VERSION_MATRIX))
+def test_library_upgrade_reruns_the_stages_that_use_it(baseline, tmp_path, distribution):
+    workdir = copy_experiment(baseline, tmp_path / "experiment")
+    env = fake_installed_version(workdir, distribution, "999.0")
+    assert planned_jobs(workdir, env=env) == VERSION_MATRIX[distribution]
+    assert planned_jobs(workdir) == {}
+
+
+def kill_tree(process):
+    import psutil
+
+    parent = psutil.Process(process.pid)
+    for child in parent.children(recursive=True) + [parent]:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+    process.wait()
+
+
+def run_until(workdir, condition, timeout=300):
+    """Start the workflow and SIGKILL it, jobs included, as soon as `condition()` holds."""
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
+    process = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=workdir, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            found = condition()
+            if found:
+                kill_tree(process)
+                return found
+            if process.poll() is not None:
+                pytest.fail("the workflow finished before the moment to kill it came")
+            time.sleep(0.002)
+        pytest.fail("timed out waiting for the moment to kill the workflow")
+    finally:
+        if process.poll() is None:
+            kill_tree(process)
+
+
+def unlock(workdir):
+    """What a user does after a killed run: Snakemake keeps its lock until told."""
+    from snakemake_runner import snakemake
+
+    assert snakemake(workdir, "--unlock").returncode == 0
+
+
+def without_features(baseline, destination):
+    """The finished baseline minus its features and everything computed from them."""
+    import shutil
+
+    workdir = copy_experiment(baseline, destination)
+    for stage in ("features", "predictions", "scores"):
+        shutil.rmtree(workdir / "results" / stage)
+    for summary in workdir.glob("results/summary.*"):
+        summary.unlink()
+    return workdir
+
+
+def test_killed_while_writing_features_leaves_no_finished_looking_file(baseline, tmp_path):
+    workdir = without_features(baseline, tmp_path / "experiment")
+    features = workdir / "results/features"
+    partial = run_until(workdir, lambda: next(iter(features.glob("**/.*.partial-*")), None))
+    final = partial.with_name(partial.name[1:partial.name.index(".partial-")])
+    assert not final.exists(), f"{final} exists although its writer was killed mid-file"
+    unlock(workdir)
+    run_jobs(workdir)
+    assert not list(features.glob("**/.*.partial-*"))
+    for name in ("tiny/shapes-test/images.jsonl", "tiny/shapes-test/texts.jsonl", "tiny/cn-test/images.jsonl"):
+        assert (features / name).read_bytes() == (baseline / "results/features" / name).read_bytes()
+    assert planned_jobs(workdir) == {}
+
+
+def test_sharded_extraction_resumes_and_gathers_the_same_bytes(baseline, tmp_path):
+    workdir = without_features(baseline, tmp_path / "experiment")
+    edit_config(workdir, lambda c: c["extract"].update(shard_size=50))
+    shards = workdir / "results/features/tiny/shapes-test/image-shards"
+    features = workdir / "results/features"
+    # With one core, a later job writing means Snakemake has recorded shard 0 as finished.
+    run_until(workdir, lambda: (shards / "0.jsonl").exists() and any(features.glob("**/.*.partial-*")))
+    finished = (shards / "0.jsonl").stat().st_mtime_ns
+    unlock(workdir)
+    plan = snakemake_dry_run_text(workdir)
+    planned_outputs = [line for line in plan.splitlines() if line.strip().startswith("output:")]
+    assert not [line for line in planned_outputs if "image-shards/0.jsonl" in line]
+    assert 0 < job_counts(plan).get("extract_image_shard", 0) + job_counts(plan).get("extract_text_features", 0)
+    run_jobs(workdir)
+    assert (shards / "0.jsonl").stat().st_mtime_ns == finished
+    assert sorted(p.name for p in shards.glob("*.jsonl")) == ["0.jsonl", "1.jsonl", "2.jsonl"]
+    for dataset in ("shapes-test", "cn-test"):
+        gathered = workdir / f"results/features/tiny/{dataset}/images.jsonl"
+        assert gathered.read_bytes() == (baseline / f"results/features/tiny/{dataset}/images.jsonl").read_bytes()
+
+
+def snakemake_dry_run_text(workdir):
+    from snakemake_runner import snakemake
+
+    result = snakemake(workdir, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+RESULT_FILES = ("results/models/tiny/checkpoint.pt", "results/models/tiny/meta.json",
+                "results/datasets/cn-test/meta.json", "results/datasets/shapes-test/meta.json",
+                "results/features/tiny/shapes-test/images.jsonl", "results/features/tiny/cn-test/texts.jsonl",
+                "results/predictions/tiny/shapes-test/t2i.jsonl", "results/predictions/tiny/shapes-test/i2t.jsonl",
+                "results/predictions/tiny/cn-test/t2i.jsonl", "results/scores/tiny/shapes-test/retrieval.json",
+                "results/scores/tiny/cn-test/retrieval.json", "results/summary.csv", "results/summary.md")
+
+
+def test_two_clean_runs_are_byte_identical(baseline, tmp_path):
+    again = small_experiment(tmp_path / "again")
+    run_jobs(again)
+    assert [f for f in RESULT_FILES if (again / f).read_bytes() != (baseline / f).read_bytes()] == []
+
+
+def test_a_second_experiment_takes_features_from_the_shared_cache(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    env = {"SNAKEMAKE_OUTPUT_CACHE": str(cache)}
+    first = small_experiment(tmp_path / "first")
+    second = small_experiment(tmp_path / "second")
+    run_jobs(first, "--cache", env=env)
+    from snakemake_runner import snakemake
+
+    result = snakemake(second, "--cores", "2", "--cache", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    fetched = sorted(line.split()[3] for line in (result.stdout + result.stderr).splitlines()
+                     if line.startswith("Symlinking output file") and line.endswith("from cache."))
+    assert fetched == sorted([
+        "results/models/tiny/checkpoint.pt",
+        *(f"results/features/tiny/{d}/{f}" for d in ("shapes-test", "cn-test")
+          for f in ("texts.jsonl", "image-shards/0.jsonl", "images.jsonl")),
+    ])
+    extraction_logs = list((second / "logs/extract").glob("**/*.log")) + [second / "logs/train/tiny.log"]
+    assert all(not log.exists() or log.stat().st_size == 0 for log in extraction_logs)
+    for name in ("summary.csv", "scores/tiny/cn-test/retrieval.json"):
+        assert (second / "results" / name).read_bytes() == (first / "results" / name).read_bytes()
