@@ -7,7 +7,7 @@ import numpy as np
 
 from .errors import ClipevalError
 from .ids import require_id
-from .jsonl import read_jsonl
+from .jsonl import read_keyed_jsonl
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,7 @@ def load_captions(path) -> Captions:
     """Read and validate texts.jsonl; every problem names the file and line."""
     path = Path(path)
     text_ids, texts, image_ids = [], [], []
-    seen = {}
-    for line, row in read_jsonl(path):
-        where = f"{path}:{line}"
-        text_id = require_id(row.get("text_id"), where, "text_id")
-        if text_id in seen:
-            raise ClipevalError(f"{where}: duplicate text_id {text_id} (first on line {seen[text_id]})")
-        seen[text_id] = line
+    for where, text_id, row in read_keyed_jsonl(path, "text_id"):
         text = row.get("text")
         if not isinstance(text, str) or not text.strip():
             raise ClipevalError(f"{where}: text_id {text_id} has an empty or missing text")

@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ClipevalError
-from .ids import require_id
-from .jsonl import read_jsonl, write_jsonl
+from .jsonl import read_keyed_jsonl, write_jsonl
 
 ID_KEYS = ("image_id", "text_id")
 
@@ -34,46 +33,40 @@ def write_feature_batches(path, id_key: str, batches) -> int:
 def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
     """Return (ids, float32 matrix) after checking ids, dimensions and values."""
     path = Path(path)
-    ids, rows, lines = [], [], []
-    seen = {}
-    for line, row in read_jsonl(path):
-        where = f"{path}:{line}"
-        feature_id = require_id(row.get(id_key), where, id_key)
-        if feature_id in seen:
-            raise ClipevalError(f"{where}: duplicate {id_key} {feature_id} (first on line {seen[feature_id]})")
-        seen[feature_id] = line
+    ids, rows, places = [], [], []
+    for where, feature_id, row in read_keyed_jsonl(path, id_key):
         feature = row.get("feature")
         if not isinstance(feature, list) or not feature:
             raise ClipevalError(f"{where}: {id_key} {feature_id} has no feature list")
         ids.append(feature_id)
         rows.append(feature)
-        lines.append(line)
+        places.append(where)
     if not ids:
         raise ClipevalError(f"{path}: no features")
     dims = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     if (dims != dims[0]).any():
         bad = int(np.argmax(dims != dims[0]))
         raise ClipevalError(
-            f"{path}:{lines[bad]}: {id_key} {ids[bad]} has dimension {dims[bad]}, expected {dims[0]}"
+            f"{places[bad]}: {id_key} {ids[bad]} has dimension {dims[bad]}, expected {dims[0]}"
         )
     try:
         matrix = np.array(rows, dtype=np.float32)
     except (TypeError, ValueError):
         raise ClipevalError(f"{path}: feature values must be numbers") from None
     ids = np.array(ids, dtype=np.int64)
-    _check_values(path, id_key, ids, matrix, lines)
+    _check_values(id_key, ids, matrix, places)
     return ids, matrix
 
 
-def _check_values(path, id_key, ids, matrix, lines) -> None:
+def _check_values(id_key, ids, matrix, places) -> None:
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
         bad = int(np.argmin(finite))
-        raise ClipevalError(f"{path}:{lines[bad]}: {id_key} {ids[bad]} has a NaN or infinite feature value")
+        raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a NaN or infinite feature value")
     zero = ~matrix.any(axis=1)
     if zero.any():
         bad = int(np.argmax(zero))
-        raise ClipevalError(f"{path}:{lines[bad]}: {id_key} {ids[bad]} has a zero-norm feature")
+        raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a zero-norm feature")
 
 
 def check_same_dimension(image_path, image_matrix, text_path, text_matrix) -> None:

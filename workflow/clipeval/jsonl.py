@@ -8,6 +8,7 @@ import orjson
 
 from .atomic import atomic_output
 from .errors import ClipevalError
+from .ids import require_id
 
 
 def _dumps(obj) -> str:
@@ -29,6 +30,22 @@ def read_jsonl(path) -> Iterator[tuple[int, dict]]:
                 yield line_number, obj
         except jsonlines.InvalidLineError as error:
             raise ClipevalError(f"{path}:{error.lineno}: malformed JSON line") from None
+
+
+def read_keyed_jsonl(path, id_key: str, duplicate: str = "duplicate {key} {id}") -> Iterator[tuple[str, int, dict]]:
+    """Yield ("file:line", id, object) per line; ids must be unique non-negative integers.
+
+    `duplicate` words the error for a repeated id ({key} and {id} are filled in).
+    """
+    first_line = {}
+    for line, row in read_jsonl(path):
+        where = f"{path}:{line}"
+        row_id = require_id(row.get(id_key), where, id_key)
+        if row_id in first_line:
+            message = duplicate.format(key=id_key, id=row_id)
+            raise ClipevalError(f"{where}: {message} (first on line {first_line[row_id]})")
+        first_line[row_id] = line
+        yield where, row_id, row
 
 
 def write_jsonl(path, rows: Iterable[dict]) -> int:

@@ -13,6 +13,7 @@ from open_clip.factory import load_state_dict
 import torch
 
 from .errors import ClipevalError
+from .pretrained import is_checkpoint_path
 
 MODEL_CONFIG_DIR = Path(str(files("clipeval") / "model_configs"))
 open_clip.add_model_config(MODEL_CONFIG_DIR)
@@ -23,11 +24,6 @@ _PREPROCESS_ARGUMENTS = {
     "interpolation": "image_interpolation",
     "resize_mode": "image_resize_mode",
 }
-_CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".npz", ".ckpt")
-
-
-def looks_like_path(pretrained: str) -> bool:
-    return "/" in pretrained or pretrained.endswith(_CHECKPOINT_SUFFIXES)
 
 
 def check_arch(arch: str) -> None:
@@ -40,7 +36,7 @@ def check_arch(arch: str) -> None:
 def check_pretrained(arch: str, pretrained: str | None) -> None:
     if not pretrained:
         return
-    if looks_like_path(pretrained):
+    if is_checkpoint_path(pretrained):
         if not Path(pretrained).is_file():
             raise ClipevalError(f"{pretrained}: checkpoint file not found (model arch {arch})")
         return
@@ -69,7 +65,7 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
         raise ClipevalError(f"unknown preprocess option(s): {', '.join(sorted(unknown))}")
     check_arch(arch)
     check_pretrained(arch, pretrained)
-    local = bool(pretrained) and looks_like_path(pretrained)
+    local = bool(pretrained) and is_checkpoint_path(pretrained)
     if local:
         _check_loadable(pretrained)
     try:
@@ -94,7 +90,7 @@ def weights_identity(pretrained: str | None) -> str:
     """sha256 of a local checkpoint, or the open_clip tag it was named by."""
     if not pretrained:
         return "random-init"
-    if looks_like_path(pretrained):
+    if is_checkpoint_path(pretrained):
         digest = hashlib.sha256()
         with open(pretrained, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):

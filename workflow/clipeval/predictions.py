@@ -7,7 +7,7 @@ import numpy as np
 
 from .errors import ClipevalError
 from .ids import require_id
-from .jsonl import read_jsonl
+from .jsonl import read_keyed_jsonl
 from .knn import DIRECTIONS
 
 PADDING = -1
@@ -25,13 +25,7 @@ def load_predictions(path, direction: str) -> Predictions:
     path = Path(path)
     _, _, query_key, predicted_key = DIRECTIONS[direction]
     query_ids, lists = [], []
-    seen = {}
-    for line, row in read_jsonl(path):
-        where = f"{path}:{line}"
-        query_id = require_id(row.get(query_key), where, query_key)
-        if query_id in seen:
-            raise ClipevalError(f"{where}: duplicate prediction for {query_key} {query_id} (first on line {seen[query_id]})")
-        seen[query_id] = line
+    for where, query_id, row in read_keyed_jsonl(path, query_key, "duplicate prediction for {key} {id}"):
         ranked = row.get(predicted_key)
         if not isinstance(ranked, list):
             raise ClipevalError(f"{where}: {query_key} {query_id} needs a {predicted_key} list")

@@ -2,15 +2,17 @@
 
 import hashlib
 import json
-import os
 import re
 import shlex
+import sys
 from importlib import metadata
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
+sys.path.insert(0, str(PACKAGE_DIR.parent))
+from clipeval.pretrained import is_checkpoint_path
 ENV_FILE = "../../envs/clipeval.yaml"
 
 # Rules run `python -m clipeval` from this checkout, so a conda environment
@@ -25,27 +27,51 @@ shell.prefix(
 
 EVALUATED_TASKS = ("retrieval",)
 
-# The modules each stage runs and the libraries whose versions shape its output.
-# A change to either re-runs the stage: shell rules alone would not notice.
+# Speed knobs change how fast a stage runs, never what it writes. They reach
+# rules as resources, which Snakemake does not compare between runs, so
+# changing one re-runs nothing. Anything else a stage reads must be a param.
+SPEED_KNOBS = {
+    "extract": ("batch_size", "num_workers", "device"),
+    "knn": ("device",),
+}
+
+
+def speed_knobs(section):
+    return {knob: config[section][knob] for knob in SPEED_KNOBS[section]}
+
+# Each stage's entry modules and the libraries whose versions shape its
+# output. The modules they import (relative imports, followed transitively)
+# and cli.py count too: a change to any re-runs the stage, which shell rules
+# would not notice by themselves.
 STAGE_CODE = {
-    "prepare": (
-        ["shapes.py", "cnclip.py", "dataset.py", "captions.py", "imagestore.py", "jsonl.py", "ids.py", "atomic.py"],
-        ["pillow", "lmdb", "numpy"],
-    ),
-    "train": (
-        ["train.py", "model.py", "dataset.py", "captions.py", "imagestore.py", "model_configs/clipeval-tiny.json"],
-        ["torch", "open_clip_torch", "pillow", "numpy"],
-    ),
+    "prepare": (["shapes.py", "cnclip.py"], ["pillow", "lmdb", "numpy"]),
+    "train": (["train.py", "model_configs/clipeval-tiny.json"], ["torch", "open_clip_torch", "pillow", "numpy"]),
     "extract": (
-        ["extract.py", "model.py", "features.py", "captions.py", "imagestore.py", "jsonl.py", "provenance.py",
-         "model_configs/clipeval-tiny.json"],
+        ["extract.py", "model.py", "features.py", "captions.py", "provenance.py", "model_configs/clipeval-tiny.json"],
         ["torch", "torchvision", "open_clip_torch", "pillow"],
     ),
-    "gather": (["features.py", "jsonl.py"], ["numpy"]),
-    "knn": (["knn.py", "features.py", "jsonl.py"], ["faiss-cpu", "faiss-gpu", "numpy"]),
-    "score": (["retrieval.py", "predictions.py", "captions.py", "provenance.py", "jsonl.py"], ["numpy"]),
-    "summary": (["summary.py", "jsonl.py"], []),
+    "gather": (["features.py"], ["numpy"]),
+    "knn": (["knn.py", "features.py"], ["faiss-cpu", "faiss-gpu", "numpy"]),
+    "score": (["retrieval.py", "predictions.py", "provenance.py"], ["numpy"]),
+    "summary": (["summary.py"], []),
 }
+RELATIVE_IMPORT = re.compile(r"^from \.(\w*) import ([\w, ]+)", re.M)
+
+
+def module_closure(entry_modules):
+    """The entry modules plus every package module they import, transitively."""
+    # ("module" is a Snakemake keyword, hence "source_file".)
+    seen, pending = set(), ["cli.py", *entry_modules]
+    while pending:
+        source_file = pending.pop()
+        if source_file in seen:
+            continue
+        seen.add(source_file)
+        if source_file.endswith(".py"):
+            for source, names in RELATIVE_IMPORT.findall((PACKAGE_DIR / source_file).read_text()):
+                imported = [source] if source else [n.strip().split(" ")[0] for n in names.split(",")]
+                pending.extend(f"{name}.py" for name in imported if (PACKAGE_DIR / f"{name}.py").exists())
+    return sorted(seen)
 
 
 def _installed_version(distribution):
@@ -59,8 +85,8 @@ def stage_fingerprint(stage):
     """A digest of a stage's own code and library versions, passed as a param."""
     modules, libraries = STAGE_CODE[stage]
     digest = hashlib.sha256()
-    for module in modules + ["cli.py"]:
-        digest.update(module.encode() + b"\0" + (PACKAGE_DIR / module).read_bytes())
+    for source_file in module_closure(modules):
+        digest.update(source_file.encode() + b"\0" + (PACKAGE_DIR / source_file).read_bytes())
     for library in libraries:
         digest.update(f"{library}=={_installed_version(library)}\n".encode())
     return digest.hexdigest()[:16]
@@ -137,10 +163,7 @@ def checkpoint_of(model):
     entry = model_config(model)
     if "train" in entry:
         return f"results/models/{model}/checkpoint.pt"
-    pretrained = entry["pretrained"]
-    if "/" in pretrained or Path(pretrained).suffix:
-        return pretrained
-    return None
+    return entry["pretrained"] if is_checkpoint_path(entry["pretrained"]) else None
 
 
 def cnclip_sources(wildcards):

@@ -2,8 +2,7 @@
 # Images are encoded in shards (one by default, `extract.shard_size` images
 # each otherwise), each its own job, then gathered in id order. Extraction
 # jobs are marked for Snakemake's between-workflow cache (--cache).
-# Batch size, workers and device are resources, not params: they change
-# speed, not features, so a change to them re-runs nothing.
+# Batch size, workers and device are speed knobs (see common.smk).
 
 
 rule describe_model:
@@ -40,8 +39,7 @@ rule extract_text_features:
     cache: True
     threads: min(2, workflow.cores)
     resources:
-        batch_size=config["extract"]["batch_size"],
-        device=config["extract"]["device"],
+        **speed_knobs("extract"),
     log:
         "logs/extract/{model}/{dataset}/texts.log",
     conda:
@@ -70,9 +68,7 @@ rule extract_image_shard:
     cache: True
     threads: min(2, workflow.cores)
     resources:
-        batch_size=config["extract"]["batch_size"],
-        num_workers=config["extract"]["num_workers"],
-        device=config["extract"]["device"],
+        **speed_knobs("extract"),
     log:
         "logs/extract/{model}/{dataset}/images-{shard}.log",
     conda:

@@ -14,7 +14,7 @@ rule knn:
         code=stage_fingerprint("knn"),
     threads: min(2, workflow.cores)
     resources:
-        device=config["knn"]["device"],  # speed, not results: not a param
+        **speed_knobs("knn"),
     log:
         "logs/knn/{model}/{dataset}/{direction}.log",
     conda:
