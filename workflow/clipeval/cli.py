@@ -18,13 +18,38 @@ def _make_shapes(args):
     print(f"wrote {meta['counts']['images']} images, {meta['counts']['texts']} captions to {args.out}")
 
 
+def _report_import(meta, out):
+    print(f"wrote {meta['counts']['images']} images, {meta['counts']['texts']} captions to {out}")
+    if meta["counts"]["images_without_caption"]:
+        print(f"note: {meta['counts']['images_without_caption']} images have no caption")
+
+
 def _import_cnclip(args):
     from .cnclip import import_cnclip
 
-    meta = import_cnclip(args.images, args.texts, args.out)
-    print(f"wrote {meta['counts']['images']} images, {meta['counts']['texts']} captions to {args.out}")
-    if meta["counts"]["images_without_caption"]:
-        print(f"note: {meta['counts']['images_without_caption']} images have no caption")
+    _report_import(import_cnclip(args.images, args.texts, args.out), args.out)
+
+
+def _import_karpathy(args):
+    from .annotations import karpathy_split
+    from .dataset import write_dataset
+    from .imagefiles import read_image_files
+
+    files, captions = karpathy_split(args.annotations, args.images, args.split)
+    source = {"format": "karpathy", "annotations": str(args.annotations), "images": str(args.images), "split": args.split}
+    _report_import(write_dataset(args.out, read_image_files(files, args.annotations), captions, source), args.out)
+
+
+def _import_coco(args):
+    from .annotations import coco_captions, read_id_list
+    from .dataset import write_dataset
+    from .imagefiles import read_image_files
+
+    only = read_id_list(args.image_ids) if args.image_ids else None
+    files, captions = coco_captions(args.annotations, args.images, only)
+    source = {"format": "coco", "annotations": str(args.annotations), "images": str(args.images),
+              "image_ids": str(args.image_ids) if args.image_ids else None}
+    _report_import(write_dataset(args.out, read_image_files(files, args.annotations), captions, source), args.out)
 
 
 def _train(args):
@@ -155,6 +180,20 @@ def build_parser() -> argparse.ArgumentParser:
     cnclip.add_argument("--texts", type=Path, required=True)
     cnclip.add_argument("--out", type=Path, required=True)
     cnclip.set_defaults(handler=_import_cnclip)
+
+    karpathy = commands.add_parser("import-karpathy", help="import a Karpathy split (dataset_flickr30k.json, dataset_coco.json)")
+    karpathy.add_argument("--annotations", type=Path, required=True, help="the Karpathy split JSON")
+    karpathy.add_argument("--images", type=Path, required=True, help="the image directory")
+    karpathy.add_argument("--split", nargs="+", default=["test"], help="train, restval, val and/or test (default: test)")
+    karpathy.add_argument("--out", type=Path, required=True)
+    karpathy.set_defaults(handler=_import_karpathy)
+
+    coco = commands.add_parser("import-coco", help="import a COCO captions file (captions_val2017.json …)")
+    coco.add_argument("--annotations", type=Path, required=True)
+    coco.add_argument("--images", type=Path, required=True, help="the image directory")
+    coco.add_argument("--image-ids", type=Path, help="keep only these image ids (one per line)")
+    coco.add_argument("--out", type=Path, required=True)
+    coco.set_defaults(handler=_import_coco)
 
     train = commands.add_parser("train", help="train a CLIP from scratch on a prepared dataset")
     train.add_argument("--arch", required=True)

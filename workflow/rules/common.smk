@@ -44,7 +44,7 @@ def speed_knobs(section):
 # and cli.py count too: a change to any re-runs the stage, which shell rules
 # would not notice by themselves.
 STAGE_CODE = {
-    "prepare": (["shapes.py", "cnclip.py"], ["pillow", "lmdb", "numpy"]),
+    "prepare": (["shapes.py", "cnclip.py", "annotations.py", "imagefiles.py"], ["pillow", "lmdb", "numpy"]),
     "train": (["train.py", "model_configs/clipeval-tiny.json"], ["torch", "open_clip_torch", "pillow", "numpy"]),
     "extract": (
         ["extract.py", "model.py", "features.py", "captions.py", "provenance.py", "model_configs/clipeval-tiny.json"],
@@ -171,6 +171,14 @@ def cnclip_sources(wildcards):
     entry = dataset_config(wildcards.dataset)
     images = Path(entry["images"])
     return {"images": str(images / "data.mdb") if images.is_dir() else str(images), "texts": entry["texts"]}
+
+
+def coco_sources(wildcards):
+    entry = dataset_config(wildcards.dataset)
+    sources = {"annotations": entry["annotations"]}
+    if "image_ids" in entry:
+        sources["image_ids"] = entry["image_ids"]
+    return sources
 
 
 def train_inputs(wildcards):

@@ -1,4 +1,5 @@
-# prepare: a dataset source becomes images.lmdb + texts.jsonl + meta.json.
+# prepare: a dataset source becomes images.lmdb + texts.jsonl + meta.json,
+# one rule per `format:`.
 # Checkpoints, so that sharded extraction can count the prepared images.
 # Downstream rules depend on meta.json, whose content checksum stands for the
 # LMDB directory (Snakemake cannot checksum a directory).
@@ -46,3 +47,53 @@ checkpoint prepare_cnclip:
     shell:
         "python -m clipeval import-cnclip --images {params.images:q} --texts {input.texts:q}"
         " --out {params.out_dir} > {log} 2>&1"
+
+
+# Image directories are passed as params: Snakemake tracks the annotation
+# files by content, not each image file in the directory.
+
+
+checkpoint prepare_karpathy:
+    input:
+        annotations=lambda wildcards: dataset_config(wildcards.dataset)["annotations"],
+    output:
+        images=directory("results/datasets/{dataset}/images.lmdb"),
+        texts="results/datasets/{dataset}/texts.jsonl",
+        meta="results/datasets/{dataset}/meta.json",
+    wildcard_constraints:
+        dataset=datasets_of_format("karpathy"),
+    params:
+        images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
+        split=lambda wildcards: " ".join(dataset_config(wildcards.dataset).get("split", ["test"])),
+        out_dir=lambda wildcards, output: str(Path(output.meta).parent),
+        code=stage_fingerprint("prepare"),
+    log:
+        "logs/prepare/{dataset}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval import-karpathy --annotations {input.annotations:q} --images {params.images:q}"
+        " --split {params.split} --out {params.out_dir} > {log} 2>&1"
+
+
+checkpoint prepare_coco:
+    input:
+        unpack(coco_sources),
+    output:
+        images=directory("results/datasets/{dataset}/images.lmdb"),
+        texts="results/datasets/{dataset}/texts.jsonl",
+        meta="results/datasets/{dataset}/meta.json",
+    wildcard_constraints:
+        dataset=datasets_of_format("coco"),
+    params:
+        images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
+        image_ids=lambda wildcards, input: f"--image-ids {shlex.quote(input.image_ids)}" if "image_ids" in input.keys() else "",
+        out_dir=lambda wildcards, output: str(Path(output.meta).parent),
+        code=stage_fingerprint("prepare"),
+    log:
+        "logs/prepare/{dataset}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval import-coco --annotations {input.annotations:q} --images {params.images:q}"
+        " {params.image_ids} --out {params.out_dir} > {log} 2>&1"
