@@ -6,7 +6,11 @@ from snakemake.utils import min_version, validate
 min_version("8.20")
 
 
-configfile: "config/config.yaml"
+# The default experiment, unless `--configfile` names another: an example
+# config replaces it rather than adding to its datasets and models.
+if not workflow.config_settings.configfiles:
+
+    configfile: "config/config.yaml"
 
 
 validate(config, "config/schema.yaml")
