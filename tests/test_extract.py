@@ -52,11 +52,13 @@ def test_features_do_not_depend_on_how_the_images_are_split(tiny, shapes_dataset
 
 
 def test_shards_are_consecutive_runs_of_ids():
-    from clipeval.extract import shard_count, shard_of
+    from clipeval.sharding import shard_count, shard_of
 
     ids = np.arange(10, 20)
     assert [shard_of(ids, i, 4).tolist() for i in range(shard_count(10, 4))] == [[10, 11, 12, 13], [14, 15, 16, 17], [18, 19]]
     assert shard_of(ids, 0, 0).tolist() == ids.tolist()
+    with pytest.raises(ClipevalError, match="shard 1 does not exist: without a shard size there is one shard"):
+        shard_of(ids, 1, 0)
     with pytest.raises(ClipevalError, match="shard 3 does not exist: 10 images make 3 shards of 4"):
         shard_of(ids, 3, 4)
 

@@ -60,7 +60,8 @@ def _train(args):
 
 def _extract_features(args):
     from .captions import load_captions
-    from .extract import iter_image_features, iter_text_features, shard_of
+    from .extract import iter_image_features, iter_text_features
+    from .sharding import shard_of
     from .features import write_feature_batches
     from .imagestore import ImageStore
     from .model import build_model, resolve_device

@@ -69,22 +69,6 @@ def _check_finite(matrix: np.ndarray, ids: np.ndarray, what: str, precision: str
         raise ClipevalError(f"{what} {bad}: the model produced NaN or infinite features at precision {precision}")
 
 
-def shard_of(image_ids: np.ndarray, shard_index: int, shard_size: int) -> np.ndarray:
-    """The ids of one shard: consecutive runs of `shard_size` ids in ascending order (0: all)."""
-    if shard_size == 0:
-        if shard_index != 0:
-            raise ClipevalError(f"shard {shard_index} does not exist: without a shard size there is one shard")
-        return image_ids
-    count = shard_count(len(image_ids), shard_size)
-    if not 0 <= shard_index < count:
-        raise ClipevalError(f"shard {shard_index} does not exist: {len(image_ids)} images make {count} shards of {shard_size}")
-    return image_ids[shard_index * shard_size:(shard_index + 1) * shard_size]
-
-
-def shard_count(num_images: int, shard_size: int) -> int:
-    return 1 if shard_size == 0 else max(1, -(-num_images // shard_size))
-
-
 def iter_image_features(model, preprocess, store: ImageStore, image_ids, *, batch_size, num_workers, device, precision):
     """Yield (ids, float32 unit rows) batch by batch, in the order of `image_ids`."""
     model, input_dtype, autocast = prepare_model_for_precision(model, precision, device)

@@ -13,6 +13,7 @@ from snakemake.exceptions import WorkflowError
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
 from clipeval.pretrained import is_checkpoint_path
+from clipeval.sharding import shard_count
 ENV_FILE = "../../envs/clipeval.yaml"
 
 # Rules run `python -m clipeval` from this checkout, so a conda environment
@@ -47,7 +48,7 @@ STAGE_CODE = {
     "prepare": (["shapes.py", "cnclip.py", "annotations.py", "imagefiles.py"], ["pillow", "lmdb", "numpy"]),
     "train": (["train.py", "model_configs/clipeval-tiny.json"], ["torch", "open_clip_torch", "pillow", "numpy"]),
     "extract": (
-        ["extract.py", "model.py", "features.py", "captions.py", "provenance.py", "model_configs/clipeval-tiny.json"],
+        ["extract.py", "model.py", "features.py", "captions.py", "sharding.py", "provenance.py", "model_configs/clipeval-tiny.json"],
         ["torch", "torchvision", "open_clip_torch", "pillow"],
     ),
     "gather": (["features.py"], ["numpy"]),
@@ -152,7 +153,6 @@ def dataset_dir(name):
 
 def dataset_files(name):
     return {
-        "images": f"{dataset_dir(name)}/images.lmdb",
         "texts": f"{dataset_dir(name)}/texts.jsonl",
         "meta": f"{dataset_dir(name)}/meta.json",
     }
@@ -226,9 +226,9 @@ def prepared_image_count(dataset):
 
 def image_shards(wildcards):
     shard_size = config["extract"]["shard_size"]
-    count = 1 if shard_size == 0 else -(-prepared_image_count(wildcards.dataset) // shard_size)
+    count = shard_count(prepared_image_count(wildcards.dataset), shard_size) if shard_size else 1
     base = f"results/features/{wildcards.model}/{wildcards.dataset}/image-shards"
-    return [f"{base}/{index}.jsonl" for index in range(max(1, count))]
+    return [f"{base}/{index}.jsonl" for index in range(count)]
 
 
 def score_inputs(wildcards):
