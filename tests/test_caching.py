@@ -165,7 +165,8 @@ def test_library_upgrade_reruns_the_stages_that_use_it(baseline, tmp_path, distr
     workdir = copy_experiment(baseline, tmp_path / "experiment")
     env = fake_installed_version(workdir, distribution, "999.0")
     assert planned_jobs(workdir, env=env) == VERSION_MATRIX[distribution]
-    assert planned_jobs(workdir) == {}
+    assert run_jobs(workdir, env=env) == VERSION_MATRIX[distribution]
+    assert planned_jobs(workdir, env=env) == {}
 
 
 def kill_tree(process):

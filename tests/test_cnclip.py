@@ -126,3 +126,34 @@ def test_cli_import_error_is_one_line(tmp_path, source):
         f"clipeval: error: {source[0]}:1: expected 2 tab-separated fields (image_id, base64), got 3"
     ]
     assert not (tmp_path / "out").exists()
+
+
+def test_empty_image_file_is_an_empty_dataset(tmp_path, source):
+    source[0].write_text("")
+    with pytest.raises(ClipevalError, match=r"test_imgs\.tsv: the dataset has no images"):
+        import_cnclip(*source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unusual_modes_and_sizes_are_converted_not_rejected(tmp_path, source, tiny_checkpoint):
+    """Grayscale, RGBA, palette, CMYK and odd sizes all import and encode."""
+    from clipeval.extract import encode_images
+    from clipeval.model import build_model
+
+    def encoded_image(mode, size, fmt):
+        buffer = io.BytesIO()
+        Image.new(mode, size, 60).save(buffer, format=fmt)
+        return buffer.getvalue()
+
+    odd = {1: encoded_image("L", (1, 300), "PNG"), 2: encoded_image("RGBA", (37, 5), "PNG"),
+           3: encoded_image("P", (64, 63), "PNG"), 4: encoded_image("CMYK", (17, 17), "JPEG"),
+           5: encoded_image("LA", (3, 2), "PNG"), 6: encoded_image("I;16", (9, 9), "PNG")}
+    write_tsv(source[0], odd)
+    write_texts(source[1], [{"text_id": i, "text": f"image {i}", "image_ids": [i]} for i in odd])
+    import_cnclip(*source, tmp_path / "out")
+    store, _ = open_dataset(tmp_path / "out")
+    assert all(store.image(i).mode == "RGB" for i in odd)
+    model, preprocess, _ = build_model("clipeval-tiny", str(tiny_checkpoint))
+    ids, matrix = encode_images(model, preprocess, store, store.image_ids(), batch_size=4, num_workers=0,
+                                device="cpu", precision="fp32")
+    assert ids.tolist() == list(odd) and matrix.shape == (6, 64)

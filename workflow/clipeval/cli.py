@@ -14,8 +14,7 @@ def _make_shapes(args):
 
     images, captions, _ = generate_shapes(args.num_images, args.seed, args.first_image_id)
     source = {"format": "shapes", "num_images": args.num_images, "seed": args.seed}
-    meta = write_dataset(args.out, images, captions, source)
-    print(f"wrote {meta['counts']['images']} images, {meta['counts']['texts']} captions to {args.out}")
+    _report_import(write_dataset(args.out, images, captions, source), args.out)
 
 
 def _report_import(meta, out):

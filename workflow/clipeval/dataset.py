@@ -8,6 +8,7 @@ from typing import Iterable
 import numpy as np
 
 from .captions import Captions, check_references, load_captions
+from .errors import ClipevalError
 from .imagestore import ImageStore, write_image_store
 from .jsonl import read_json, write_json, write_jsonl
 
@@ -71,6 +72,8 @@ def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captio
         checksummed = _ChecksummedImages(images)
         write_image_store(store_path, checksummed)
         image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
+        if not len(image_ids):
+            raise ClipevalError(f"{source.get('images', out_dir)}: the dataset has no images")
         check_references(captions, image_ids, source.get("texts", out_dir / "texts.jsonl"))
         return write_texts_and_meta(out_dir, captions, image_ids, checksummed.digests, source)
     except BaseException:
