@@ -1,4 +1,4 @@
-# clipeval: evaluate CLIP-style models on image-text retrieval.
+# clipeval: evaluate CLIP-style models on image-text retrieval and zero-shot classification.
 # Run: snakemake --cores all   (see README.md)
 
 from snakemake.utils import min_version, validate
@@ -22,6 +22,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/extract.smk"
 include: "workflow/rules/knn.smk"
 include: "workflow/rules/score.smk"
+include: "workflow/rules/classify.smk"
 include: "workflow/rules/summary.smk"
 
 

@@ -24,7 +24,8 @@ def default_run(tmp_path_factory):
 
 def test_default_workflow_recall_is_far_above_chance(default_run):
     rows = read_summary(default_run)
-    assert [(r["model"], r["dataset"], r["task"]) for r in rows] == [("tiny-shapes", "shapes-test", "retrieval")]
+    assert [(r["model"], r["dataset"], r["task"]) for r in rows] == [
+        ("tiny-shapes", "shapes-test", "retrieval"), ("tiny-shapes", "shapes-classes", "classification")]
     row = rows[0]
     assert (int(row["images"]), int(row["texts"])) == (1000, 5000)
     recall = {name: float(row[name]) for name in row if "_R@" in name}
@@ -38,6 +39,16 @@ def test_default_workflow_recall_is_far_above_chance(default_run):
     assert float(row["rsum"]) == pytest.approx(sum(recall.values()), abs=0.01)
 
 
+def test_default_workflow_classifies_shapes_far_above_chance(default_run):
+    row = read_summary(default_run)[1]
+    assert (int(row["images"]), int(row["classes"])) == (600, 6)
+    chance = 100 / 6  # ± 1.5 points over 600 images
+    assert float(row["top1"]) >= 1.5 * chance
+    assert float(row["top1"]) <= float(row["top5"]) <= 100
+    metrics = json.loads((default_run / "results/scores/tiny-shapes/shapes-classes/classification.json").read_text())
+    assert sum(map(sum, metrics["confusion_matrix"])) == 600
+
+
 def test_default_workflow_writes_the_documented_paths(default_run):
     expected = [
         "results/datasets/shapes-test/images.lmdb/data.mdb",
@@ -49,6 +60,10 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "results/predictions/tiny-shapes/shapes-test/t2i.jsonl",
         "results/predictions/tiny-shapes/shapes-test/i2t.jsonl",
         "results/scores/tiny-shapes/shapes-test/retrieval.json",
+        "results/datasets/shapes-classes/labels.jsonl",
+        "results/datasets/shapes-classes/classes.json",
+        "results/features/tiny-shapes/shapes-classes/classes.jsonl",
+        "results/scores/tiny-shapes/shapes-classes/classification.json",
         "results/summary.md",
         "logs/prepare/shapes-test.log",
         "logs/train/tiny-shapes.log",
@@ -62,7 +77,8 @@ def test_default_workflow_writes_the_documented_paths(default_run):
     assert [p for p in expected if not (default_run / p).exists()] == []
     assert not (default_run / "results/features/tiny-shapes/shapes-train").exists()
     metrics = json.loads((default_run / "results/scores/tiny-shapes/shapes-test/retrieval.json").read_text())
-    assert set(metrics) == {"t2i", "i2t", "rsum", "mean_recall", "counts", "provenance"}
+    assert set(metrics) == {"task", "t2i", "i2t", "rsum", "mean_recall", "counts", "provenance"}
+    assert metrics["task"] == "retrieval"
     assert metrics["provenance"]["config"]["model"]["train"]["dataset"] == "shapes-train"
 
 
@@ -103,25 +119,30 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
 
     config["models"]["tiny-copy"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    assert planned_jobs(workdir) == {"describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+    # its retrieval jobs on shapes-test and its classification jobs on shapes-classes
+    assert planned_jobs(workdir) == {"describe_model": 1, "extract_text_features": 1, "extract_image_shard": 2,
+                                     "gather_image_features": 2, "knn": 2, "score_retrieval": 1,
+                                     "encode_classes": 1, "score_classification": 1, "summary": 1, "all": 1}
 
     write_cnclip_files(workdir, workdir / "results/datasets/shapes-test")
     config["datasets"]["flickr-like"] = {"format": "cnclip", "task": "retrieval",
                                          "images": "valid_imgs.tsv", "texts": "valid_texts.jsonl"}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    assert planned_jobs(workdir) == {"prepare_cnclip": 1, "describe_model": 1, **{job: 3 for job in EXTRACTION},
-                                     "knn": 6, "score_retrieval": 3, "summary": 1, "all": 1}
+    # plus the new dataset's retrieval jobs for both models
+    assert planned_jobs(workdir) == {"prepare_cnclip": 1, "describe_model": 1, "extract_text_features": 3,
+                                     "extract_image_shard": 4, "gather_image_features": 4, "knn": 6,
+                                     "score_retrieval": 3, "encode_classes": 1, "score_classification": 1,
+                                     "summary": 1, "all": 1}
 
     result = snakemake(workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_summary(workdir)
-    assert [(r["model"], r["dataset"]) for r in rows] == [
-        ("tiny-shapes", "shapes-test"), ("tiny-shapes", "flickr-like"),
-        ("tiny-copy", "shapes-test"), ("tiny-copy", "flickr-like"),
-    ]
+    datasets = ["shapes-test", "shapes-classes", "flickr-like"]
+    assert [(r["model"], r["dataset"]) for r in rows] == [(m, d) for m in ("tiny-shapes", "tiny-copy") for d in datasets]
     # the same weights give the same numbers, whatever the model is called
-    assert {k: v for k, v in rows[0].items() if k != "model"} == {k: v for k, v in rows[2].items() if k != "model"}
-    assert int(rows[1]["images"]) == 40
+    for first, second in zip(rows[:3], rows[3:]):
+        assert {k: v for k, v in first.items() if k != "model"} == {k: v for k, v in second.items() if k != "model"}
+    assert int(rows[2]["images"]) == 40
 
 
 def test_evaluate_picks_pairs(tmp_path):
@@ -138,7 +159,7 @@ def test_evaluate_picks_pairs(tmp_path):
     "change, message",
     [
         (lambda c: c["models"]["tiny-shapes"]["train"].update(dataset="nowhere"),
-         "config error: unknown dataset 'nowhere' (known: shapes-train, shapes-test)"),
+         "config error: unknown dataset 'nowhere' (known: shapes-train, shapes-test, shapes-classes)"),
         (lambda c: c.update(evaluate=[{"model": "tiny-shapes", "dataset": "shapes-train"}]),
          "config error: evaluate lists dataset 'shapes-train', whose task 'train' is not evaluated"),
         (lambda c: c.update(evaluate=[{"model": "ghost", "dataset": "shapes-test"}]),

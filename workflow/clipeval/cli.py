@@ -10,11 +10,12 @@ from .errors import ClipevalError
 
 def _make_shapes(args):
     from .dataset import write_dataset
-    from .shapes import generate_shapes
+    from .shapes import CLASS_TEMPLATES, CLASSNAMES, generate_shapes
 
-    images, captions, _ = generate_shapes(args.num_images, args.seed, args.first_image_id)
+    images, captions, labels = generate_shapes(args.num_images, args.seed, args.first_image_id)
     source = {"format": "shapes", "num_images": args.num_images, "seed": args.seed}
-    _report_import(write_dataset(args.out, images, captions, source), args.out)
+    classes = (labels, list(CLASSNAMES), list(CLASS_TEMPLATES))
+    _report_import(write_dataset(args.out, images, captions, source, classes), args.out)
 
 
 def _report_import(meta, out):
@@ -87,6 +88,56 @@ def _extract_features(args):
         write_feature_batches(args.text_output, "text_id", batches)
 
 
+def _encode_classes(args):
+    import numpy as np
+
+    from .classification import class_embeddings, load_classes, prompts_for
+    from .extract import encode_texts
+    from .features import write_features
+    from .model import build_model, resolve_device
+
+    spec = load_classes(args.classes)
+    device = resolve_device(args.device)
+    model, _, tokenizer = build_model(
+        args.arch, args.pretrained, device=device, preprocess=json.loads(args.preprocess) if args.preprocess else None
+    )
+    prompts = prompts_for(spec)
+    _, prompt_matrix = encode_texts(model, tokenizer, np.arange(len(prompts)), prompts,
+                                    batch_size=args.batch_size, device=device, precision=args.precision)
+    classes = class_embeddings(prompt_matrix, len(spec.classnames))
+    write_features(args.output, "class_id", np.arange(len(classes)), classes)
+    print(f"encoded {len(spec.classnames)} classes from {len(prompts)} prompts")
+
+
+def _score_classification(args):
+    import numpy as np
+
+    from .classification import align_labels, classification_metrics, load_classes, load_labels, ranked_classes
+    from .features import check_same_dimension, read_features
+    from .jsonl import read_json, write_json
+    from .provenance import library_versions
+
+    spec = load_classes(args.classes)
+    label_ids, labels = load_labels(args.labels, len(spec.classnames))
+    image_ids, images = read_features(args.image_feats, "image_id")
+    class_ids, classes = read_features(args.class_feats, "class_id")
+    if class_ids.tolist() != list(range(len(spec.classnames))):
+        raise ClipevalError(f"{args.class_feats}: expected class_id 0 to {len(spec.classnames) - 1} in order")
+    check_same_dimension(args.image_feats, images, args.class_feats, classes)
+    truth = align_labels(image_ids, label_ids, labels, args.image_feats)
+    metrics = {"task": "classification",
+               **classification_metrics(truth, ranked_classes(images, classes), spec.classnames)}
+    metrics["provenance"] = {
+        "versions": library_versions(),
+        "dataset": read_json(args.dataset_meta) if args.dataset_meta else None,
+        "model": read_json(args.model_meta) if args.model_meta else None,
+        "config": json.loads(args.config) if args.config else None,
+    }
+    write_json(args.output, metrics)
+    shown = {k: metrics[k] for k in ("top1", "top5", "mean_per_class_recall")}
+    print(f"{shown} {'; '.join(metrics['notes'])}".strip())
+
+
 def _gather_features(args):
     from .features import gather_features, write_features
 
@@ -140,7 +191,7 @@ def _score_retrieval(args):
     from .retrieval import score_retrieval
 
     captions = load_captions(args.texts)
-    metrics = score_retrieval(
+    metrics = {"task": "retrieval"} | score_retrieval(
         captions,
         load_predictions(args.t2i, "t2i"),
         load_predictions(args.i2t, "i2t"),
@@ -220,6 +271,28 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--num-workers", type=int, default=2)
     extract.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     extract.set_defaults(handler=_extract_features)
+
+    encode = commands.add_parser("encode-classes", help="class embeddings from class names × prompt templates")
+    encode.add_argument("--arch", required=True)
+    encode.add_argument("--pretrained", default=None)
+    encode.add_argument("--preprocess", help="JSON overriding open_clip's preprocess config")
+    encode.add_argument("--classes", type=Path, required=True, help="classes.json")
+    encode.add_argument("--output", type=Path, required=True)
+    encode.add_argument("--precision", default="fp32", choices=("fp32", "fp16", "bf16", "amp"))
+    encode.add_argument("--batch-size", type=int, default=256)
+    encode.add_argument("--device", default="auto")
+    encode.set_defaults(handler=_encode_classes)
+
+    classify = commands.add_parser("score-classification", help="zero-shot top-1/top-5, per-class metrics")
+    classify.add_argument("--image-feats", type=Path, required=True)
+    classify.add_argument("--class-feats", type=Path, required=True)
+    classify.add_argument("--labels", type=Path, required=True, help="labels.jsonl")
+    classify.add_argument("--classes", type=Path, required=True, help="classes.json")
+    classify.add_argument("--dataset-meta", type=Path)
+    classify.add_argument("--model-meta", type=Path)
+    classify.add_argument("--config", help="JSON of the config that produced this result, for provenance")
+    classify.add_argument("--output", type=Path, required=True)
+    classify.set_defaults(handler=_score_classification)
 
     gather = commands.add_parser("gather-features", help="concatenate feature shards in order")
     gather.add_argument("shards", type=Path, nargs="+")

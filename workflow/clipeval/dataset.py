@@ -26,13 +26,14 @@ class _ChecksummedImages:
             yield image_id, raw
 
 
-def content_checksum(image_digests: dict[int, bytes], texts_path) -> str:
-    """sha256 over the images in id order and the captions file: stable across runs."""
+def content_checksum(image_digests: dict[int, bytes], *files) -> str:
+    """sha256 over the images in id order and the annotation files: stable across runs."""
     total = hashlib.sha256()
     for image_id in sorted(image_digests):
         total.update(f"{image_id}:".encode())
         total.update(image_digests[image_id])
-    total.update(Path(texts_path).read_bytes())
+    for path in files:
+        total.update(Path(path).read_bytes())
     return "sha256:" + total.hexdigest()
 
 
@@ -41,8 +42,16 @@ def caption_rows(captions: Captions) -> Iterable[dict]:
         yield {"text_id": int(text_id), "text": text, "image_ids": image_ids.tolist()}
 
 
+def write_class_files(out_dir, labels: list[tuple[int, int]], classnames: list[str], templates: list[str]) -> list[Path]:
+    """labels.jsonl and classes.json, for datasets that carry classification labels."""
+    out_dir = Path(out_dir)
+    write_jsonl(out_dir / "labels.jsonl", ({"image_id": i, "label": label} for i, label in labels))
+    write_json(out_dir / "classes.json", {"classnames": classnames, "templates": templates})
+    return [out_dir / "labels.jsonl", out_dir / "classes.json"]
+
+
 def write_texts_and_meta(
-    out_dir, captions: Captions, image_ids: np.ndarray, image_digests: dict[int, bytes], source: dict
+    out_dir, captions: Captions, image_ids: np.ndarray, image_digests: dict[int, bytes], source: dict, extra_files=()
 ) -> dict:
     """Write texts.jsonl and meta.json for images already in place; return meta."""
     out_dir = Path(out_dir)
@@ -55,15 +64,18 @@ def write_texts_and_meta(
             "texts": int(len(captions)),
             "images_without_caption": int((~captioned).sum()),
         },
-        "checksum": content_checksum(image_digests, texts_path),
+        "checksum": content_checksum(image_digests, texts_path, *extra_files),
         "source": source,
     }
     write_json(out_dir / "meta.json", meta)
     return meta
 
 
-def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captions, source: dict) -> dict:
-    """Write a whole prepared dataset; nothing is left behind if validation fails."""
+def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captions, source: dict, classes=None) -> dict:
+    """Write a whole prepared dataset; nothing is left behind if validation fails.
+
+    `classes`, when given, is (labels as (image_id, label) pairs, classnames, templates).
+    """
     out_dir = Path(out_dir)
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -75,7 +87,8 @@ def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captio
         if not len(image_ids):
             raise ClipevalError(f"{source.get('images', out_dir)}: the dataset has no images")
         check_references(captions, image_ids, source.get("texts", out_dir / "texts.jsonl"))
-        return write_texts_and_meta(out_dir, captions, image_ids, checksummed.digests, source)
+        extra_files = write_class_files(out_dir, *classes) if classes else []
+        return write_texts_and_meta(out_dir, captions, image_ids, checksummed.digests, source, extra_files)
     except BaseException:
         shutil.rmtree(out_dir if created else store_path, ignore_errors=True)
         raise

@@ -10,7 +10,7 @@ import numpy as np
 from .errors import ClipevalError
 from .jsonl import read_keyed_jsonl, write_jsonl
 
-ID_KEYS = ("image_id", "text_id")
+ID_KEYS = ("image_id", "text_id", "class_id")
 
 
 def write_features(path, id_key: str, ids: np.ndarray, matrix: np.ndarray) -> None:

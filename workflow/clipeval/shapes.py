@@ -57,6 +57,7 @@ POSITIONS = {
     "bottom right": (0.75, 0.75),
 }
 CLASSNAMES = SHAPES
+CLASS_TEMPLATES = ("a {}", "a picture of a {}", "a {} shape", "a coloured {}", "there is a {} in the picture")
 
 _TEMPLATES = (
     "a {size} {colour} {shape} in the {position}",

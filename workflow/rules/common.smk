@@ -26,7 +26,7 @@ shell.prefix(
     + "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
 
-EVALUATED_TASKS = ("retrieval",)
+EVALUATED_TASKS = ("retrieval", "classification")
 
 # Speed knobs change how fast a stage runs, never what it writes. They reach
 # rules as resources, which Snakemake does not compare between runs, so
@@ -52,6 +52,8 @@ STAGE_CODE = {
         ["torch", "torchvision", "open_clip_torch", "pillow"],
     ),
     "gather": (["features.py"], ["numpy"]),
+    "classes": (["classification.py", "extract.py", "model.py", "features.py"], ["torch", "open_clip_torch"]),
+    "classify": (["classification.py", "features.py", "provenance.py"], ["numpy"]),
     "knn": (["knn.py", "features.py"], ["faiss-cpu", "faiss-gpu", "numpy"]),
     "score": (["retrieval.py", "predictions.py", "provenance.py"], ["numpy"]),
     "summary": (["summary.py"], []),
@@ -243,6 +245,22 @@ def score_inputs(wildcards):
     }
 
 
+def class_encode_inputs(wildcards):
+    return {"classes": f"{dataset_dir(wildcards.dataset)}/classes.json", **weights_input(wildcards)}
+
+
+def classification_score_inputs(wildcards):
+    features = f"results/features/{wildcards.model}/{wildcards.dataset}"
+    return {
+        "images": f"{features}/images.jsonl",
+        "classes": f"{features}/classes.jsonl",
+        "labels": f"{dataset_dir(wildcards.dataset)}/labels.jsonl",
+        "class_spec": f"{dataset_dir(wildcards.dataset)}/classes.json",
+        "dataset_meta": dataset_files(wildcards.dataset)["meta"],
+        "model_meta": f"results/models/{wildcards.model}/meta.json",
+    }
+
+
 def result_config(wildcards):
     """The config that determines a score, recorded in its provenance."""
     return json.dumps(
@@ -250,19 +268,20 @@ def result_config(wildcards):
             "model": {"name": wildcards.model, **model_config(wildcards.model)},
             "dataset": {"name": wildcards.dataset, **dataset_config(wildcards.dataset)},
             "extract": {"precision": model_precision(wildcards.model)},
-            "knn": {"top_k": config["knn"]["top_k"]},
-            "metrics": config["metrics"],
+            **({"knn": {"top_k": config["knn"]["top_k"]}, "metrics": config["metrics"]}
+               if dataset_config(wildcards.dataset)["task"] == "retrieval" else {}),
         },
         sort_keys=True,
     )
 
 
+def score_file(model, dataset):
+    return f"results/scores/{model}/{dataset}/{dataset_config(dataset)['task']}.json"
+
+
 def score_files():
-    return [f"results/scores/{model}/{dataset}/retrieval.json" for model, dataset in evaluation_pairs()]
+    return [score_file(model, dataset) for model, dataset in evaluation_pairs()]
 
 
 def summary_entries():
-    return " ".join(
-        f"--entry {model} {dataset} results/scores/{model}/{dataset}/retrieval.json"
-        for model, dataset in evaluation_pairs()
-    )
+    return " ".join(f"--entry {model} {dataset} {score_file(model, dataset)}" for model, dataset in evaluation_pairs())

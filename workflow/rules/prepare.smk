@@ -9,6 +9,8 @@ checkpoint prepare_shapes:
     output:
         images=directory("results/datasets/{dataset}/images.lmdb"),
         texts="results/datasets/{dataset}/texts.jsonl",
+        labels="results/datasets/{dataset}/labels.jsonl",
+        classes="results/datasets/{dataset}/classes.json",
         meta="results/datasets/{dataset}/meta.json",
     wildcard_constraints:
         dataset=datasets_of_format("shapes"),

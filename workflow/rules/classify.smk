@@ -1,0 +1,45 @@
+# classify: zero-shot classification. Class prompts (class names × templates)
+# are encoded into one embedding per class; images use the features of the
+# extract stage; images are classified with logits = 100 · cosine and scored.
+
+
+rule encode_classes:
+    input:
+        unpack(class_encode_inputs),
+    output:
+        classes="results/features/{model}/{dataset}/classes.jsonl",
+    params:
+        arch=lambda wildcards: model_config(wildcards.model)["arch"],
+        pretrained=pretrained_option,
+        precision=lambda wildcards: model_precision(wildcards.model),
+        preprocess=preprocess_option,
+        code=stage_fingerprint("classes"),
+    cache: True
+    resources:
+        **speed_knobs("extract"),
+    log:
+        "logs/extract/{model}/{dataset}/classes.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval encode-classes --arch {params.arch} {params.pretrained} {params.preprocess}"
+        " --precision {params.precision} --classes {input.classes} --output {output.classes}"
+        " --batch-size {resources.batch_size} --device {resources.device} > {log} 2>&1"
+
+
+rule score_classification:
+    input:
+        unpack(classification_score_inputs),
+    output:
+        metrics="results/scores/{model}/{dataset}/classification.json",
+    params:
+        result_config=result_config,
+        code=stage_fingerprint("classify"),
+    log:
+        "logs/score/{model}/{dataset}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval score-classification --image-feats {input.images} --class-feats {input.classes}"
+        " --labels {input.labels} --classes {input.class_spec} --dataset-meta {input.dataset_meta}"
+        " --model-meta {input.model_meta} --config {params.result_config:q} --output {output.metrics} > {log} 2>&1"
