@@ -114,8 +114,8 @@ def _score_classification(args):
 
     from .classification import align_labels, classification_metrics, load_classes, load_labels, ranked_classes
     from .features import check_same_dimension, read_features
-    from .jsonl import read_json, write_json
-    from .provenance import library_versions
+    from .jsonl import write_json
+    from .provenance import result_provenance
 
     spec = load_classes(args.classes)
     label_ids, labels = load_labels(args.labels, len(spec.classnames))
@@ -127,12 +127,7 @@ def _score_classification(args):
     truth = align_labels(image_ids, label_ids, labels, args.image_feats)
     metrics = {"task": "classification",
                **classification_metrics(truth, ranked_classes(images, classes), spec.classnames)}
-    metrics["provenance"] = {
-        "versions": library_versions(),
-        "dataset": read_json(args.dataset_meta) if args.dataset_meta else None,
-        "model": read_json(args.model_meta) if args.model_meta else None,
-        "config": json.loads(args.config) if args.config else None,
-    }
+    metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_json(args.output, metrics)
     shown = {k: metrics[k] for k in ("top1", "top5", "mean_per_class_recall")}
     print(f"{shown} {'; '.join(metrics['notes'])}".strip())
@@ -185,9 +180,9 @@ def _make_topk_predictions(args):
 
 def _score_retrieval(args):
     from .captions import load_captions
-    from .jsonl import read_json, write_json
+    from .jsonl import write_json
     from .predictions import load_predictions
-    from .provenance import library_versions
+    from .provenance import result_provenance
     from .retrieval import score_retrieval
 
     captions = load_captions(args.texts)
@@ -198,12 +193,7 @@ def _score_retrieval(args):
         args.recall_at,
         args.allow_queries_without_positive,
     )
-    metrics["provenance"] = {
-        "versions": library_versions(),
-        "dataset": read_json(args.dataset_meta) if args.dataset_meta else None,
-        "model": read_json(args.model_meta) if args.model_meta else None,
-        "config": json.loads(args.config) if args.config else None,
-    }
+    metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_json(args.output, metrics)
     print(f"t2i {metrics['t2i']}  i2t {metrics['i2t']}  rsum {metrics['rsum']:.2f}")
 

@@ -4,7 +4,10 @@ Only deterministic values belong here: two runs from scratch must write the
 same bytes.
 """
 
+import json
 from importlib import metadata
+
+from .jsonl import read_json
 
 TRACKED_DISTRIBUTIONS = ("clipeval", "torch", "open_clip_torch", "faiss-cpu", "faiss-gpu", "numpy", "lmdb", "pillow")
 
@@ -17,3 +20,13 @@ def library_versions(names=TRACKED_DISTRIBUTIONS) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
+
+
+def result_provenance(dataset_meta=None, model_meta=None, config_json=None) -> dict:
+    """What a metrics file records about its making: versions, data and weights identity, config."""
+    return {
+        "versions": library_versions(),
+        "dataset": read_json(dataset_meta) if dataset_meta else None,
+        "model": read_json(model_meta) if model_meta else None,
+        "config": json.loads(config_json) if config_json else None,
+    }
