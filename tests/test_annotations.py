@@ -119,6 +119,8 @@ def break_karpathy(tmp_path, change):
         (lambda d, i: d["images"][1].update(imgid="one"), r"images\[1\]: image id \(cocoid/imgid\) must be a non-negative integer, got 'one'"),
         (lambda d, i: d["images"][1].pop("imgid"), r"images\[1\]: image id \(cocoid/imgid\) must be a non-negative integer, got None"),
         (lambda d, i: [e.update(split="train") for e in d["images"]], r"no images in split\(s\) test"),
+        (lambda d, i: d["images"][1].update(sentences={"raw": "x"}), r"images\[1\]: image id 1: sentences must be a list of objects"),
+        (lambda d, i: d["images"][2].update(sentences=["a caption"]), r"images\[2\]: image id 2: sentences must be a list of objects"),
     ],
 )
 def test_bad_karpathy_input_is_named_and_leaves_nothing(tmp_path, change, message):

@@ -178,3 +178,19 @@ def test_train_subcommand(tmp_path, shapes_dataset):
     assert result.returncode == 0, result.stderr
     assert "epoch 1/1: loss" in result.stdout
     assert (tmp_path / "ck.pt").is_file()
+
+
+def test_bad_json_inputs_are_one_line_errors(chain, tmp_path):
+    (tmp_path / "nested.jsonl").write_text('{"image_id": 1, "feature": [[1], [2]]}\n')
+    result = run_cli("make-topk-predictions", "--image-feats", tmp_path / "nested.jsonl", "--text-feats",
+                     chain / "feats/texts.jsonl", "--direction", "t2i", "--output", tmp_path / "p.jsonl")
+    assert_one_line_error(result, f"{tmp_path / 'nested.jsonl'}: feature values must be flat lists of numbers",
+                          tmp_path / "p.jsonl")
+    (tmp_path / "classes.json").write_text('["circle"]')
+    result = run_cli("score-classification", "--image-feats", chain / "feats/images.jsonl", "--class-feats",
+                     chain / "feats/images.jsonl", "--labels", tmp_path / "l.jsonl", "--classes", tmp_path / "classes.json",
+                     "--output", tmp_path / "s.json")
+    assert_one_line_error(result, f"{tmp_path / 'classes.json'}: expected a JSON object at the top level", tmp_path / "s.json")
+    result = run_cli("describe-model", "--arch", "clipeval-tiny", "--preprocess", "{bad", "--output", tmp_path / "d.json")
+    assert result.returncode == 1 and result.stderr.startswith("clipeval: error: --preprocess: malformed JSON")
+    assert not (tmp_path / "d.json").exists()

@@ -3,26 +3,13 @@
 from pathlib import Path
 
 import numpy as np
-import orjson
 
 from .captions import Captions
 from .errors import ClipevalError
 from .ids import require_id
+from .jsonl import read_json
 
 KARPATHY_SPLITS = ("train", "restval", "val", "test")
-
-
-def _load_json(path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise ClipevalError(f"{path}: file not found")
-    try:
-        data = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as error:
-        raise ClipevalError(f"{path}: malformed JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise ClipevalError(f"{path}: expected a JSON object at the top level")
-    return data
 
 
 def _list_field(data, field, path) -> list:
@@ -69,7 +56,7 @@ def karpathy_split(annotations, image_dir, splits) -> tuple[list[tuple[int, Path
         raise ClipevalError(f"unknown Karpathy split(s) {sorted(unknown)} (choose from {', '.join(KARPATHY_SPLITS)})")
     files, seen_images = [], set()
     collector = _CaptionCollector(path)
-    for index, image in enumerate(_list_field(_load_json(path), "images", path)):
+    for index, image in enumerate(_list_field(read_json(path), "images", path)):
         where = f"{path}: images[{index}]"
         if not isinstance(image, dict) or image.get("split") not in splits:
             continue
@@ -81,7 +68,10 @@ def karpathy_split(annotations, image_dir, splits) -> tuple[list[tuple[int, Path
         if not isinstance(filename, str) or not filename:
             raise ClipevalError(f"{where}: image id {image_id} has no filename")
         files.append((image_id, Path(image_dir) / image.get("filepath", "") / filename))
-        for sentence in image.get("sentences") or []:
+        sentences = image.get("sentences", [])
+        if not isinstance(sentences, list) or not all(isinstance(s, dict) for s in sentences):
+            raise ClipevalError(f"{where}: image id {image_id}: sentences must be a list of objects")
+        for sentence in sentences:
             collector.add(sentence.get("sentid"), sentence.get("raw"), image_id, f"{where} image id {image_id}")
     if not files:
         raise ClipevalError(f"{path}: no images in split(s) {', '.join(splits)}")
@@ -91,7 +81,7 @@ def karpathy_split(annotations, image_dir, splits) -> tuple[list[tuple[int, Path
 def coco_captions(annotations, image_dir, only_image_ids=None) -> tuple[list[tuple[int, Path]], Captions]:
     """Images and captions of a COCO captions file, optionally restricted to some image ids."""
     path = Path(annotations)
-    data = _load_json(path)
+    data = read_json(path)
     files = {}
     for index, image in enumerate(_list_field(data, "images", path)):
         where = f"{path}: images[{index}]"

@@ -1,11 +1,11 @@
 """`clipeval SUBCOMMAND …`: each workflow stage as a command. Adapters only: logic lives in the modules."""
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from .errors import ClipevalError
+from .jsonl import parse_json_option
 
 
 def _make_shapes(args):
@@ -77,7 +77,7 @@ def _extract_features(args):
     store = ImageStore(args.images) if args.image_output else None
     image_ids = shard_of(store.image_ids(), args.shard_index, args.shard_size) if store else None
     model, transform, tokenizer = build_model(
-        args.arch, args.pretrained, device=device, preprocess=json.loads(args.preprocess) if args.preprocess else None
+        args.arch, args.pretrained, device=device, preprocess=parse_json_option(args.preprocess, "--preprocess")
     )
     speed = {"batch_size": args.batch_size, "device": device, "precision": args.precision}
     if store:
@@ -99,7 +99,7 @@ def _encode_classes(args):
     spec = load_classes(args.classes)
     device = resolve_device(args.device)
     model, _, tokenizer = build_model(
-        args.arch, args.pretrained, device=device, preprocess=json.loads(args.preprocess) if args.preprocess else None
+        args.arch, args.pretrained, device=device, preprocess=parse_json_option(args.preprocess, "--preprocess")
     )
     prompts = prompts_for(spec)
     _, prompt_matrix = encode_texts(model, tokenizer, np.arange(len(prompts)), prompts,
@@ -153,7 +153,7 @@ def _describe_model(args):
         "pretrained": args.pretrained,
         "weights": weights_identity(args.pretrained),
         "precision": args.precision,
-        "preprocess": json.loads(args.preprocess) if args.preprocess else None,
+        "preprocess": parse_json_option(args.preprocess, "--preprocess"),
         "versions": library_versions(),
     })
 

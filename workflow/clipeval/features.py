@@ -52,7 +52,9 @@ def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         matrix = np.array(rows, dtype=np.float32)
     except (TypeError, ValueError):
-        raise ClipevalError(f"{path}: feature values must be numbers") from None
+        matrix = None
+    if matrix is None or matrix.ndim != 2:
+        raise ClipevalError(f"{path}: feature values must be flat lists of numbers")
     ids = np.array(ids, dtype=np.int64)
     _check_values(id_key, ids, matrix, places)
     return ids, matrix

@@ -61,13 +61,27 @@ def write_jsonl(path, rows: Iterable[dict]) -> int:
 
 
 def read_json(path) -> dict:
+    """A JSON file holding one object."""
     path = Path(path)
     if not path.is_file():
         raise ClipevalError(f"{path}: file not found")
     try:
-        return orjson.loads(path.read_bytes())
+        data = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as error:
         raise ClipevalError(f"{path}: malformed JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ClipevalError(f"{path}: expected a JSON object at the top level")
+    return data
+
+
+def parse_json_option(text, option: str):
+    """The value of a command-line option that carries JSON, or None when it is absent."""
+    if not text:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise ClipevalError(f"{option}: malformed JSON ({error})") from None
 
 
 def write_json(path, obj) -> None:

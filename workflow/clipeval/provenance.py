@@ -4,10 +4,9 @@ Only deterministic values belong here: two runs from scratch must write the
 same bytes.
 """
 
-import json
 from importlib import metadata
 
-from .jsonl import read_json
+from .jsonl import parse_json_option, read_json
 
 TRACKED_DISTRIBUTIONS = ("clipeval", "torch", "open_clip_torch", "faiss-cpu", "faiss-gpu", "numpy", "lmdb", "pillow")
 
@@ -28,5 +27,5 @@ def result_provenance(dataset_meta=None, model_meta=None, config_json=None) -> d
         "versions": library_versions(),
         "dataset": read_json(dataset_meta) if dataset_meta else None,
         "model": read_json(model_meta) if model_meta else None,
-        "config": json.loads(config_json) if config_json else None,
+        "config": parse_json_option(config_json, "--config"),
     }
