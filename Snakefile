@@ -23,6 +23,7 @@ include: "workflow/rules/extract.smk"
 include: "workflow/rules/knn.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/classify.smk"
+include: "workflow/rules/compare.smk"
 include: "workflow/rules/summary.smk"
 
 
@@ -33,4 +34,6 @@ rule all:
     input:
         "results/summary.csv",
         "results/summary.md",
+        "results/averages.csv",
+        "results/comparisons.csv",
     default_target: True

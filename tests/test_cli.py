@@ -27,12 +27,14 @@ def chain(tmp_path_factory, tiny_checkpoint):
          "--top-k", 10, "--direction", "t2i", "--output", root / "pred/t2i.jsonl"),
         ("make-topk-predictions", "--image-feats", root / "feats/images.jsonl", "--text-feats", root / "feats/texts.jsonl",
          "--top-k", 10, "--direction", "i2t", "--output", root / "pred/i2t.jsonl"),
-        ("score-retrieval", "--texts", root / "data/texts.jsonl", "--t2i", root / "pred/t2i.jsonl",
+        ("score-retrieval", "--texts", root / "data/texts.jsonl", "--image-feats", root / "feats/images.jsonl",
+         "--text-feats", root / "feats/texts.jsonl", "--t2i", root / "pred/t2i.jsonl",
          "--i2t", root / "pred/i2t.jsonl", "--dataset-meta", root / "data/meta.json",
-         "--model-meta", root / "model.json", "--config", '{"knn": {"top_k": 10}}',
-         "--output", root / "scores/retrieval.json"),
+         "--model-meta", root / "model.json", "--config", '{"knn": {"top_k": 10}}', "--bootstrap", 200,
+         "--ranks-output", root / "scores/retrieval-ranks.json", "--output", root / "scores/retrieval.json"),
         ("summarize", "--entry", "tiny", "small", root / "scores/retrieval.json",
-         "--csv", root / "summary.csv", "--markdown", root / "summary.md"),
+         "--csv", root / "summary.csv", "--markdown", root / "summary.md",
+         "--averages", root / "averages.csv", "--comparisons", root / "comparisons.csv"),
     ]
     for step in steps:
         result = run_cli(*step)
@@ -97,6 +99,12 @@ def test_scores_match_recall_computed_from_the_features(chain):
         assert metrics["t2i"][f"R@{k}"] == pytest.approx(expected_t2i)
         assert metrics["i2t"][f"R@{k}"] == pytest.approx(expected_i2t)
     assert metrics["rsum"] == pytest.approx(sum(metrics[d][f"R@{k}"] for d in ("t2i", "i2t") for k in (1, 5, 10)))
+    for direction, ranking, positives in (("t2i", t2i, images_of), ("i2t", i2t, texts_of)):
+        ranks = [1 + min(ranked.index(p) for p in positives[q]) for q, ranked in ranking.items()]
+        assert metrics[direction]["mean_rank"] == pytest.approx(np.mean(ranks))
+        assert metrics[direction]["median_rank"] == pytest.approx(np.median(ranks))
+        low, high = metrics["intervals"][direction]["R@5"]
+        assert low <= metrics[direction]["R@5"] <= high
     assert metrics["counts"]["texts"] == 150 and metrics["counts"]["images"] == 30
     provenance = metrics["provenance"]
     assert provenance["config"] == {"knn": {"top_k": 10}}
@@ -153,10 +161,121 @@ def test_knn_with_mismatched_dimensions(chain, tmp_path):
 def test_score_with_a_missing_prediction(chain, tmp_path):
     lines = (chain / "pred/t2i.jsonl").read_text().splitlines()
     (tmp_path / "t2i.jsonl").write_text("\n".join(lines[1:]) + "\n")
-    result = run_cli("score-retrieval", "--texts", chain / "data/texts.jsonl", "--t2i", tmp_path / "t2i.jsonl",
-                     "--i2t", chain / "pred/i2t.jsonl", "--output", tmp_path / "s.json")
+    result = score_cli(chain, tmp_path, "--t2i", tmp_path / "t2i.jsonl", "--i2t", chain / "pred/i2t.jsonl")
     first = json.loads(lines[0])["text_id"]
-    assert_one_line_error(result, f"{tmp_path / 't2i.jsonl'}: no prediction for text_id {first} (1 missing)", tmp_path / "s.json")
+    assert_one_line_error(result, f"{tmp_path / 't2i.jsonl'}: no prediction for text_id {first} (1 missing)",
+                          tmp_path / "s.json", tmp_path / "ranks.json")
+
+
+def score_cli(chain, tmp_path, *options, image_feats=None):
+    return run_cli("score-retrieval", "--texts", chain / "data/texts.jsonl",
+                   "--image-feats", image_feats or chain / "feats/images.jsonl", "--text-feats", chain / "feats/texts.jsonl",
+                   *options, "--ranks-output", tmp_path / "ranks.json", "--output", tmp_path / "s.json")
+
+
+def test_score_with_predictions_from_other_features(chain, tmp_path):
+    images_of = {c["text_id"]: c["image_ids"] for c in read_lines(chain / "data/texts.jsonl")}
+    rows = read_lines(chain / "pred/t2i.jsonl")
+    row = next(r for r in rows if set(r["image_ids"][1:]) & set(images_of[r["text_id"]]) and
+               r["image_ids"][0] not in images_of[r["text_id"]])
+    hit = next(i for i in row["image_ids"] if i in images_of[row["text_id"]])
+    row["image_ids"] = [hit] + [i for i in row["image_ids"] if i != hit]  # as if it ranked first
+    (tmp_path / "t2i.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = score_cli(chain, tmp_path, "--t2i", tmp_path / "t2i.jsonl", "--i2t", chain / "pred/i2t.jsonl")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"clipeval: error: {tmp_path / 't2i.jsonl'}: text_id {row['text_id']}:"
+                                    " the features rank its first positive at ")
+    assert "the predictions have it at position 1" in result.stderr
+    assert result.stderr.strip().endswith("(were they made from these features?)")
+    assert not (tmp_path / "s.json").exists() and not (tmp_path / "ranks.json").exists()
+
+
+def perturbed_features(chain, path, scale, seed):
+    """A second 'model': the chain's image features plus noise, re-normalised."""
+    rows = read_lines(chain / "feats/images.jsonl")
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as handle:
+        for row in rows:
+            feature = np.array(row["feature"]) + scale * rng.normal(size=len(row["feature"]))
+            handle.write(json.dumps({"image_id": row["image_id"], "feature": (feature / np.linalg.norm(feature)).tolist()}) + "\n")
+
+
+def test_paired_comparison_of_two_models(chain, tmp_path):
+    perturbed_features(chain, tmp_path / "noisy.jsonl", 0.3, 0)
+    result = score_cli(chain, tmp_path, "--bootstrap", 200, image_feats=tmp_path / "noisy.jsonl")
+    assert result.returncode == 0, result.stderr
+    result = run_cli("compare-models", chain / "scores/retrieval-ranks.json", tmp_path / "ranks.json",
+                     "--names", "tiny", "noisy", "--dataset", "small", "--bootstrap", 200, "--output", tmp_path / "c.json")
+    assert result.returncode == 0, result.stderr
+    comparison = json.loads((tmp_path / "c.json").read_text())
+    first = json.loads((chain / "scores/retrieval.json").read_text())
+    second = json.loads((tmp_path / "s.json").read_text())
+    assert comparison["models"] == ["tiny", "noisy"] and comparison["dataset"] == "small"
+    for direction in ("t2i", "i2t"):
+        for metric in ("R@1", "R@5", "mean_rank", "median_rank"):
+            expected = first[direction][metric] - second[direction][metric]
+            assert comparison["difference"][direction][metric] == pytest.approx(expected)
+            low, high = comparison["intervals"][direction][metric]
+            assert low <= expected + 1e-9 and expected - 1e-9 <= high
+    assert comparison["difference"]["rsum"] == pytest.approx(first["rsum"] - second["rsum"])
+
+
+def test_paired_comparison_needs_the_same_queries(chain, tmp_path):
+    record = json.loads((chain / "scores/retrieval-ranks.json").read_text())
+    record["t2i"]["query_ids"][0] += 10_000
+    (tmp_path / "other.json").write_text(json.dumps(record))
+    result = run_cli("compare-models", chain / "scores/retrieval-ranks.json", tmp_path / "other.json",
+                     "--names", "a", "b", "--dataset", "small", "--output", tmp_path / "c.json")
+    assert_one_line_error(result, f"{tmp_path / 'other.json'}: its t2i queries differ from the first model's;"
+                          " a paired comparison needs the same queries", tmp_path / "c.json")
+
+
+def test_folds_protocol_needs_whole_folds(chain, tmp_path):
+    result = score_cli(chain, tmp_path, "--protocol", "folds-1k")
+    assert_one_line_error(result, f"{chain / 'feats/images.jsonl'}: protocol folds-1k needs a multiple of 1000 images,"
+                          " there are 30", tmp_path / "s.json")
+
+
+def test_evaluate_is_chinese_clip_compatible(chain, tmp_path):
+    captions = read_lines(chain / "data/texts.jsonl")
+    metrics = json.loads((chain / "scores/retrieval.json").read_text())
+    result = run_cli("evaluate", chain / "data/texts.jsonl", chain / "pred/t2i.jsonl", tmp_path / "t2i.json")
+    assert result.returncode == 0, result.stderr
+    output = json.loads((tmp_path / "t2i.json").read_text())
+    recall = metrics["t2i"]
+    mean_recall = (recall["R@1"] + recall["R@5"] + recall["R@10"]) / 3
+    assert output["success"] is True and output["score"] == pytest.approx(mean_recall)
+    assert output["scoreJson"] == pytest.approx({"score": mean_recall, "mean_recall": mean_recall,
+                                                 "r1": recall["R@1"], "r5": recall["R@5"], "r10": recall["R@10"]})
+    # i2t ground truth in Chinese-CLIP's transformed form: {"image_id", "text_ids"}.
+    texts_of = {}
+    for caption in captions:
+        for image_id in caption["image_ids"]:
+            texts_of.setdefault(image_id, []).append(caption["text_id"])
+    (tmp_path / "gt.tr.jsonl").write_text("".join(json.dumps({"image_id": i, "text_ids": t}) + "\n"
+                                                  for i, t in texts_of.items()))
+    for ground_truth in (tmp_path / "gt.tr.jsonl", chain / "data/texts.jsonl"):
+        result = run_cli("evaluate", ground_truth, chain / "pred/i2t.jsonl", tmp_path / "i2t.json", "--direction", "i2t")
+        assert result.returncode == 0, result.stderr
+        output = json.loads((tmp_path / "i2t.json").read_text())
+        assert output["scoreJson"]["r5"] == pytest.approx(metrics["i2t"]["R@5"])
+        assert output["scoreJson"]["mean_recall"] == pytest.approx(metrics["i2t"]["mean_recall"])
+
+
+def test_evaluate_refuses_bad_input_naming_the_query(chain, tmp_path):
+    rows = read_lines(chain / "pred/t2i.jsonl")
+    for name, change, expected in (
+        ("short", lambda r: r.update(image_ids=r["image_ids"][:5]), "text_id {id} has 5 predictions, R@10 needs 10"),
+        ("repeat", lambda r: r.update(image_ids=[r["image_ids"][0]] * 10), "text_id {id} lists image_id {first} twice"),
+    ):
+        changed = [dict(row) for row in rows]
+        change(changed[2])
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in changed))
+        result = run_cli("evaluate", chain / "data/texts.jsonl", path, tmp_path / "out.json")
+        where = f"{path}:3: " if name == "repeat" else f"{path}: "
+        assert_one_line_error(result, where + expected.format(id=rows[2]["text_id"], first=rows[2]["image_ids"][0]),
+                              tmp_path / "out.json")
 
 
 def test_sharded_extraction_gathers_to_the_same_bytes(chain, tiny_checkpoint, tmp_path):

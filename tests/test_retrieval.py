@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from clipeval.captions import Captions
 from clipeval.errors import ClipevalError
 from clipeval.predictions import Predictions, load_predictions
-from clipeval.retrieval import score_retrieval
+from clipeval.retrieval import score_predictions as score_retrieval
 
 
 def captions_from(pairs):
@@ -44,9 +44,11 @@ def test_hand_computed_recall_both_directions():
     })
     metrics = score_retrieval(captions_from(GROUND_TRUTH), t2i, i2t, [1, 2, 3])
     assert metrics["t2i"] == {"R@1": pytest.approx(200 / 6), "R@2": pytest.approx(400 / 6),
-                              "R@3": 100.0, "R@5": 100.0, "R@10": 100.0}
+                              "R@3": 100.0, "R@5": 100.0, "R@10": 100.0,
+                              "mean_recall": pytest.approx((200 / 6 + 200) / 3)}
     assert metrics["i2t"] == {"R@1": pytest.approx(100 / 3), "R@2": pytest.approx(200 / 3),
-                              "R@3": pytest.approx(200 / 3), "R@5": 100.0, "R@10": 100.0}
+                              "R@3": pytest.approx(200 / 3), "R@5": 100.0, "R@10": 100.0,
+                              "mean_recall": pytest.approx((100 / 3 + 200) / 3)}
     assert metrics["rsum"] == pytest.approx(200 / 6 + 100 + 100 + 100 / 3 + 100 + 100)
     assert metrics["mean_recall"] == pytest.approx(metrics["rsum"] / 6)
     assert metrics["counts"]["images"] == 3 and metrics["counts"]["texts"] == 6

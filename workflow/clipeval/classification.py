@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .bootstrap import bootstrap_record, percentile_intervals
 from .errors import ClipevalError
 from .jsonl import read_json, read_keyed_jsonl
 
@@ -71,16 +72,39 @@ def ranked_classes(image_features: np.ndarray, class_features: np.ndarray) -> np
     return np.lexsort((columns, -logits), axis=-1)
 
 
+def true_class_ranks(ranked: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """1-based place of each image's own class in its ranking."""
+    return np.argmax(ranked == labels[:, None], axis=1) + 1
+
+
+def headline_metrics(ranks: np.ndarray, labels: np.ndarray, num_classes: int) -> dict:
+    """Top-1, top-5 and mean per-class recall, in percent, from each image's true-class rank."""
+    metrics = {}
+    for k in TOP_K:
+        if k > num_classes or (k > 1 and k == num_classes):
+            metrics[f"top{k}"] = None  # every image would count as a hit: the number would mislead
+        else:
+            metrics[f"top{k}"] = float(100.0 * np.mean(ranks <= k))
+    support = np.bincount(labels, minlength=num_classes)
+    hits = np.bincount(labels, weights=(ranks == 1), minlength=num_classes)
+    present = support > 0
+    metrics["mean_per_class_recall"] = float(100.0 * np.mean(hits[present] / support[present]))
+    return metrics
+
+
+def classification_statistic(num_classes: int, rank_column=0, label_column=1):
+    """samples {"images": [rows of (rank, label)]} -> the headline metrics."""
+    def statistic(samples):
+        rows = samples["images"][0]
+        return headline_metrics(rows[:, rank_column], rows[:, label_column], num_classes)
+    return statistic
+
+
 def classification_metrics(labels: np.ndarray, ranked: np.ndarray, classnames: list[str]) -> dict:
     """Top-1/top-5 accuracy, mean per-class recall, per-class P/R/F1, confusion matrix; percents."""
     num_classes = len(classnames)
     predicted = ranked[:, 0]
-    topk = {}
-    for k in TOP_K:
-        if k > num_classes or (k > 1 and k == num_classes):
-            topk[f"top{k}"] = None  # every image would count as a hit: the number would mislead
-        else:
-            topk[f"top{k}"] = float(100.0 * (ranked[:, :k] == labels[:, None]).any(axis=1).mean())
+    headline = headline_metrics(true_class_ranks(ranked, labels), labels, num_classes)
     confusion = np.zeros((num_classes, num_classes), dtype=np.int64)
     np.add.at(confusion, (labels, predicted), 1)
     support = confusion.sum(axis=1)
@@ -92,10 +116,9 @@ def classification_metrics(labels: np.ndarray, ranked: np.ndarray, classnames: l
         f1 = np.where(precision + np.nan_to_num(recall) > 0,
                       2 * precision * np.nan_to_num(recall) / (precision + np.nan_to_num(recall)), 0.0)
     present = support > 0
-    notes = [f"top{k} is undefined with {num_classes} classes" for k in TOP_K if topk[f"top{k}"] is None]
+    notes = [f"top{k} is undefined with {num_classes} classes" for k in TOP_K if headline[f"top{k}"] is None]
     return {
-        **topk,
-        "mean_per_class_recall": float(100.0 * recall[present].mean()),
+        **headline,
         "per_class": {
             name: {
                 "precision": float(100.0 * precision[i]),
@@ -120,3 +143,21 @@ def align_labels(feature_ids: np.ndarray, label_ids: np.ndarray, labels: np.ndar
     if unlabelled.any():
         raise ClipevalError(f"{features_path}: image_id {feature_ids[np.argmax(unlabelled)]} has no label")
     return labels[np.searchsorted(label_ids, feature_ids)]
+
+
+def class_samples(record: dict) -> dict:
+    """{"images": [rows of (rank, label)]} from a ranks record."""
+    return {"images": [np.column_stack([record["ranks"], record["labels"]]).astype(np.int64)]}
+
+
+def score_classification(image_ids, images, class_features, labels, classnames, bootstrap=0, seed=0):
+    """(metrics, ranks record) for images already aligned with their labels."""
+    ranked = ranked_classes(images, class_features)
+    metrics = {"task": "classification", **classification_metrics(labels, ranked, classnames)}
+    record = {"task": "classification", "num_classes": len(classnames), "image_ids": image_ids.tolist(),
+              "labels": labels.tolist(), "ranks": true_class_ranks(ranked, labels).tolist()}
+    if bootstrap:
+        statistic = classification_statistic(len(classnames))
+        metrics["intervals"] = percentile_intervals(statistic, class_samples(record), bootstrap, seed)
+    metrics["bootstrap"] = bootstrap_record(bootstrap, seed) if bootstrap else None
+    return metrics, record

@@ -19,9 +19,41 @@ def _make_shapes(args):
 
 
 def _report_import(meta, out):
-    print(f"wrote {meta['counts']['images']} images, {meta['counts']['texts']} captions to {out}")
-    if meta["counts"]["images_without_caption"]:
-        print(f"note: {meta['counts']['images_without_caption']} images have no caption")
+    counts = meta["counts"]
+    if "texts" not in counts:
+        print(f"wrote {counts['images']} labelled images to {out}")
+        return
+    print(f"wrote {counts['images']} images, {counts['texts']} captions to {out}")
+    if counts["images_without_caption"]:
+        print(f"note: {counts['images_without_caption']} images have no caption")
+
+
+def _import_imagefolder(args):
+    from .dataset import write_dataset
+    from .imagefiles import read_image_files
+    from .imagefolder import class_folders, image_files, read_classnames, read_templates
+
+    entries = read_classnames(args.classnames)
+    templates = read_templates(args.templates)
+    files, labels = image_files(class_folders(args.images, entries, args.classnames), args.first_image_id)
+    source = {"format": "imagefolder", "images": str(args.images), "classnames": str(args.classnames),
+              "templates": str(args.templates)}
+    classes = (labels, [name for _, name in entries], templates)
+    _report_import(write_dataset(args.out, read_image_files(files, args.images), None, source, classes), args.out)
+
+
+def _import_cifar(args):
+    from .cifar import png_images, read_cifar
+    from .dataset import write_dataset
+    from .imagefolder import read_templates
+
+    templates = read_templates(args.templates)
+    layout, pixels, labels, classnames = read_cifar(args.batch)
+    source = {"format": "cifar", "layout": layout, "batch": str(args.batch), "templates": str(args.templates)}
+    ids = range(args.first_image_id, args.first_image_id + len(labels))
+    classes = (list(zip(ids, labels)), classnames, templates)
+    meta = write_dataset(args.out, png_images(pixels, args.first_image_id), None, source, classes)
+    _report_import(meta, args.out)
 
 
 def _import_cnclip(args):
@@ -110,11 +142,8 @@ def _encode_classes(args):
 
 
 def _score_classification(args):
-    import numpy as np
-
-    from .classification import align_labels, classification_metrics, load_classes, load_labels, ranked_classes
+    from .classification import align_labels, load_classes, load_labels, score_classification
     from .features import check_same_dimension, read_features
-    from .jsonl import write_json
     from .provenance import result_provenance
 
     spec = load_classes(args.classes)
@@ -125,12 +154,19 @@ def _score_classification(args):
         raise ClipevalError(f"{args.class_feats}: expected class_id 0 to {len(spec.classnames) - 1} in order")
     check_same_dimension(args.image_feats, images, args.class_feats, classes)
     truth = align_labels(image_ids, label_ids, labels, args.image_feats)
-    metrics = {"task": "classification",
-               **classification_metrics(truth, ranked_classes(images, classes), spec.classnames)}
+    metrics, record = score_classification(image_ids, images, classes, truth, spec.classnames, args.bootstrap, args.seed)
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
-    write_json(args.output, metrics)
+    _write_scores(args, metrics, record)
     shown = {k: metrics[k] for k in ("top1", "top5", "mean_per_class_recall")}
     print(f"{shown} {'; '.join(metrics['notes'])}".strip())
+
+
+def _write_scores(args, metrics, record):
+    from .jsonl import write_json
+
+    if args.ranks_output:
+        write_json(args.ranks_output, record, compact=True)
+    write_json(args.output, metrics)
 
 
 def _gather_features(args):
@@ -158,6 +194,19 @@ def _describe_model(args):
     })
 
 
+def _describe_features(args):
+    from .jsonl import write_json
+    from .provenance import file_sha256, library_versions
+
+    for path in args.files:
+        if not path.is_file():
+            raise ClipevalError(f"{path}: feature file not found")
+    write_json(args.output, {
+        "features": {str(path): "sha256:" + file_sha256(path) for path in args.files},
+        "versions": library_versions(),
+    })
+
+
 def _make_topk_predictions(args):
     from .features import check_same_dimension, read_features
     from .jsonl import write_jsonl
@@ -180,28 +229,54 @@ def _make_topk_predictions(args):
 
 def _score_retrieval(args):
     from .captions import load_captions
-    from .jsonl import write_json
+    from .features import check_same_dimension, read_features
     from .predictions import load_predictions
     from .provenance import result_provenance
-    from .retrieval import score_retrieval
+    from .retrieval_ranks import FeatureSet, score_retrieval
 
+    if bool(args.t2i) != bool(args.i2t):
+        raise ClipevalError("give both --t2i and --i2t, or neither")
     captions = load_captions(args.texts)
-    metrics = {"task": "retrieval"} | score_retrieval(
-        captions,
-        load_predictions(args.t2i, "t2i"),
-        load_predictions(args.i2t, "i2t"),
-        args.recall_at,
-        args.allow_queries_without_positive,
+    images = FeatureSet(args.image_feats, *read_features(args.image_feats, "image_id"))
+    texts = FeatureSet(args.text_feats, *read_features(args.text_feats, "text_id"))
+    check_same_dimension(images.path, images.matrix, texts.path, texts.matrix)
+    predictions = {"t2i": load_predictions(args.t2i, "t2i"), "i2t": load_predictions(args.i2t, "i2t")} if args.t2i else None
+    metrics, record = score_retrieval(
+        captions, args.texts, images, texts, args.recall_at, protocol=args.protocol,
+        allow_without_positive=args.allow_queries_without_positive, predictions=predictions,
+        bootstrap=args.bootstrap, seed=args.seed,
     )
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
-    write_json(args.output, metrics)
+    _write_scores(args, metrics, record)
     print(f"t2i {metrics['t2i']}  i2t {metrics['i2t']}  rsum {metrics['rsum']:.2f}")
+
+
+def _compare_models(args):
+    from .comparison import compare_models
+    from .jsonl import read_json, write_json
+
+    result = compare_models(args.names, read_json(args.first), read_json(args.second), args.second,
+                            args.bootstrap, args.seed)
+    write_json(args.output, {**result, "dataset": args.dataset})
+    print(f"{args.names[0]} − {args.names[1]} on {args.dataset}: {result['difference']}")
+
+
+def _evaluate(args):
+    from .evaluate import evaluate, load_ground_truth
+    from .jsonl import write_json
+    from .predictions import load_predictions
+
+    result = evaluate(load_ground_truth(args.ground_truth, args.direction),
+                      load_predictions(args.predictions, args.direction), args.recall_at)
+    write_json(args.output, result)
+    print(f"{args.direction}: {result['scoreJson']}")
 
 
 def _summarize(args):
     from .summary import summarize
 
-    rows = summarize([tuple(entry) for entry in args.entry or []], args.csv, args.markdown)
+    outputs = {"csv": args.csv, "markdown": args.markdown, "averages": args.averages, "comparisons": args.comparisons}
+    rows = summarize([tuple(entry) for entry in args.entry or []], args.comparison or [], outputs)
     print(f"wrote {len(rows)} rows to {args.csv} and {args.markdown}")
 
 
@@ -235,6 +310,21 @@ def build_parser() -> argparse.ArgumentParser:
     coco.add_argument("--image-ids", type=Path, help="keep only these image ids (one per line)")
     coco.add_argument("--out", type=Path, required=True)
     coco.set_defaults(handler=_import_coco)
+
+    folder = commands.add_parser("import-imagefolder", help="import class folders + class names + templates (classification)")
+    folder.add_argument("--images", type=Path, required=True, help="one folder per class")
+    folder.add_argument("--classnames", type=Path, required=True, help="a class per line: 'folder<TAB>name' or 'name'")
+    folder.add_argument("--templates", type=Path, required=True, help="a prompt template per line, with {} for the name")
+    folder.add_argument("--first-image-id", type=int, default=0)
+    folder.add_argument("--out", type=Path, required=True)
+    folder.set_defaults(handler=_import_imagefolder)
+
+    cifar = commands.add_parser("import-cifar", help="import a CIFAR-10/100 python batch (classification)")
+    cifar.add_argument("--batch", type=Path, required=True, help="cifar-10-batches-py/test_batch or cifar-100-python/test")
+    cifar.add_argument("--templates", type=Path, required=True, help="a prompt template per line, with {} for the name")
+    cifar.add_argument("--first-image-id", type=int, default=0)
+    cifar.add_argument("--out", type=Path, required=True)
+    cifar.set_defaults(handler=_import_cifar)
 
     train = commands.add_parser("train", help="train a CLIP from scratch on a prepared dataset")
     train.add_argument("--arch", required=True)
@@ -281,6 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--dataset-meta", type=Path)
     classify.add_argument("--model-meta", type=Path)
     classify.add_argument("--config", help="JSON of the config that produced this result, for provenance")
+    _add_interval_options(classify)
     classify.add_argument("--output", type=Path, required=True)
     classify.set_defaults(handler=_score_classification)
 
@@ -298,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("--output", type=Path, required=True)
     describe.set_defaults(handler=_describe_model)
 
+    features = commands.add_parser("describe-features", help="identify a precomputed-features model for provenance")
+    features.add_argument("files", type=Path, nargs="+")
+    features.add_argument("--output", type=Path, required=True)
+    features.set_defaults(handler=_describe_features)
+
     knn = commands.add_parser("make-topk-predictions", help="exact inner-product top-k with FAISS")
     knn.add_argument("--image-feats", type=Path, required=True)
     knn.add_argument("--text-feats", type=Path, required=True)
@@ -307,24 +403,62 @@ def build_parser() -> argparse.ArgumentParser:
     knn.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto")
     knn.set_defaults(handler=_make_topk_predictions)
 
-    score = commands.add_parser("score-retrieval", help="recall@K both ways, Rsum and mean recall")
+    score = commands.add_parser("score-retrieval", help="recall@K, ranks, Rsum and mean recall, both ways")
     score.add_argument("--texts", type=Path, required=True, help="texts.jsonl holding the ground truth")
-    score.add_argument("--t2i", type=Path, required=True)
-    score.add_argument("--i2t", type=Path, required=True)
+    score.add_argument("--image-feats", type=Path, required=True)
+    score.add_argument("--text-feats", type=Path, required=True)
+    score.add_argument("--t2i", type=Path, help="top-k predictions to check against the features (full protocol)")
+    score.add_argument("--i2t", type=Path)
+    score.add_argument("--protocol", choices=("full", "folds-1k"), default="full")
     score.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
     score.add_argument("--allow-queries-without-positive", action="store_true")
     score.add_argument("--dataset-meta", type=Path)
     score.add_argument("--model-meta", type=Path, help="the describe-model output")
     score.add_argument("--config", help="JSON of the config that produced this result, for provenance")
+    _add_interval_options(score)
     score.add_argument("--output", type=Path, required=True)
     score.set_defaults(handler=_score_retrieval)
 
+    compare = commands.add_parser("compare-models", help="paired differences of two models' metrics on one dataset")
+    compare.add_argument("first", type=Path, help="the first model's ranks record")
+    compare.add_argument("second", type=Path, help="the second model's ranks record")
+    compare.add_argument("--names", nargs=2, required=True, metavar=("FIRST", "SECOND"))
+    compare.add_argument("--dataset", required=True)
+    compare.add_argument("--bootstrap", type=_count, default=1000, help="replicates; 0: no intervals")
+    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--output", type=Path, required=True)
+    compare.set_defaults(handler=_compare_models)
+
+    evaluate = commands.add_parser("evaluate", help="Chinese-CLIP compatible recall of one prediction file")
+    evaluate.add_argument("ground_truth", type=Path, help="texts jsonl (t2i), or its image_id/text_ids form (i2t)")
+    evaluate.add_argument("predictions", type=Path)
+    evaluate.add_argument("output", type=Path)
+    evaluate.add_argument("--direction", choices=("t2i", "i2t"), default="t2i")
+    evaluate.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
+    evaluate.set_defaults(handler=_evaluate)
+
     summary = commands.add_parser("summarize", help="gather metrics into summary.csv and summary.md")
     summary.add_argument("--entry", nargs=3, action="append", metavar=("MODEL", "DATASET", "METRICS_JSON"))
+    summary.add_argument("--comparison", type=Path, action="append", help="a compare-models output")
     summary.add_argument("--csv", type=Path, required=True)
     summary.add_argument("--markdown", type=Path, required=True)
+    summary.add_argument("--averages", type=Path, required=True)
+    summary.add_argument("--comparisons", type=Path, required=True)
     summary.set_defaults(handler=_summarize)
     return parser
+
+
+def _count(text) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _add_interval_options(parser):
+    parser.add_argument("--bootstrap", type=_count, default=0, help="bootstrap replicates for 95%% intervals; 0: none")
+    parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
+    parser.add_argument("--ranks-output", type=Path, help="per-query ranks, for paired comparisons")
 
 
 def main(argv=None) -> int:

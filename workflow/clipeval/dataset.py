@@ -51,30 +51,32 @@ def write_class_files(out_dir, labels: list[tuple[int, int]], classnames: list[s
 
 
 def write_texts_and_meta(
-    out_dir, captions: Captions, image_ids: np.ndarray, image_digests: dict[int, bytes], source: dict, extra_files=()
+    out_dir, captions: Captions | None, image_ids: np.ndarray, image_digests: dict[int, bytes], source: dict, extra_files=()
 ) -> dict:
-    """Write texts.jsonl and meta.json for images already in place; return meta."""
+    """Write texts.jsonl (when there are captions) and meta.json for images already in place; return meta."""
     out_dir = Path(out_dir)
-    texts_path = out_dir / "texts.jsonl"
-    write_jsonl(texts_path, caption_rows(captions))
-    captioned = np.isin(image_ids, captions.referenced_image_ids())
+    counts = {"images": int(len(image_ids))}
+    caption_files = []
+    if captions is not None:
+        texts_path = out_dir / "texts.jsonl"
+        write_jsonl(texts_path, caption_rows(captions))
+        captioned = np.isin(image_ids, captions.referenced_image_ids())
+        counts.update(texts=int(len(captions)), images_without_caption=int((~captioned).sum()))
+        caption_files = [texts_path]
     meta = {
-        "counts": {
-            "images": int(len(image_ids)),
-            "texts": int(len(captions)),
-            "images_without_caption": int((~captioned).sum()),
-        },
-        "checksum": content_checksum(image_digests, texts_path, *extra_files),
+        "counts": counts,
+        "checksum": content_checksum(image_digests, *caption_files, *extra_files),
         "source": source,
     }
     write_json(out_dir / "meta.json", meta)
     return meta
 
 
-def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captions, source: dict, classes=None) -> dict:
+def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captions | None, source: dict, classes=None) -> dict:
     """Write a whole prepared dataset; nothing is left behind if validation fails.
 
-    `classes`, when given, is (labels as (image_id, label) pairs, classnames, templates).
+    `captions` is None for a classification-only dataset. `classes`, when
+    given, is (labels as (image_id, label) pairs, classnames, templates).
     """
     out_dir = Path(out_dir)
     created = not out_dir.exists()
@@ -86,7 +88,8 @@ def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captio
         image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
         if not len(image_ids):
             raise ClipevalError(f"{source.get('images', out_dir)}: the dataset has no images")
-        check_references(captions, image_ids, source.get("texts", out_dir / "texts.jsonl"))
+        if captions is not None:
+            check_references(captions, image_ids, source.get("texts", out_dir / "texts.jsonl"))
         extra_files = write_class_files(out_dir, *classes) if classes else []
         return write_texts_and_meta(out_dir, captions, image_ids, checksummed.digests, source, extra_files)
     except BaseException:

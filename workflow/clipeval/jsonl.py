@@ -84,10 +84,8 @@ def parse_json_option(text, option: str):
         raise ClipevalError(f"{option}: malformed JSON ({error})") from None
 
 
-def write_json(path, obj) -> None:
-    """Write pretty, key-sorted JSON atomically, so equal content gives equal bytes."""
+def write_json(path, obj, compact: bool = False) -> None:
+    """Write key-sorted JSON atomically, so equal content gives equal bytes; pretty unless compact."""
+    option = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY | (0 if compact else orjson.OPT_INDENT_2)
     with atomic_output(path) as temporary:
-        Path(temporary).write_bytes(
-            orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
-            + b"\n"
-        )
+        Path(temporary).write_bytes(orjson.dumps(obj, option=option) + b"\n")

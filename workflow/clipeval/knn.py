@@ -61,10 +61,17 @@ def rescore(queries: np.ndarray, gallery: np.ndarray, positions: np.ndarray) -> 
     scores = np.empty(positions.shape, dtype=np.float64)
     for start in range(0, len(queries), rows_per_chunk):
         stop = start + rows_per_chunk
-        candidates = gallery[positions[start:stop]].astype(np.float64)
-        query = queries[start:stop].astype(np.float64)[:, None, :]
-        scores[start:stop] = (candidates * query).sum(axis=-1)
+        scores[start:stop] = exact_scores(queries[start:stop, None, :], gallery[positions[start:stop]])
     return scores
+
+
+def exact_scores(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """float64 dot products along the last axis (broadcast): the scores the ranking rule orders.
+
+    Every place that ranks (top-k lists, full ranks) scores through here, so
+    a pair gets the same value wherever it is scored.
+    """
+    return (left.astype(np.float64) * right.astype(np.float64)).sum(axis=-1)
 
 
 def order_by_ranking_rule(scores: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -4,7 +4,6 @@ Importing this module registers the model configs shipped with clipeval
 (for example `clipeval-tiny`) with open_clip, so they resolve by name.
 """
 
-import hashlib
 from importlib.resources import files
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 
 from .errors import ClipevalError
 from .pretrained import is_checkpoint_path
+from .provenance import file_sha256
 
 MODEL_CONFIG_DIR = Path(str(files("clipeval") / "model_configs"))
 open_clip.add_model_config(MODEL_CONFIG_DIR)
@@ -91,11 +91,7 @@ def weights_identity(pretrained: str | None) -> str:
     if not pretrained:
         return "random-init"
     if is_checkpoint_path(pretrained):
-        digest = hashlib.sha256()
-        with open(pretrained, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        return "sha256:" + digest.hexdigest()
+        return "sha256:" + file_sha256(pretrained)
     return f"open_clip-tag:{pretrained}"
 
 

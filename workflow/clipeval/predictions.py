@@ -29,7 +29,11 @@ def load_predictions(path, direction: str) -> Predictions:
         ranked = row.get(predicted_key)
         if not isinstance(ranked, list):
             raise ClipevalError(f"{where}: {query_key} {query_id} needs a {predicted_key} list")
-        lists.append([require_id(i, f"{where}: {query_key} {query_id}", predicted_key) for i in ranked])
+        ranked = [require_id(i, f"{where}: {query_key} {query_id}", predicted_key) for i in ranked]
+        if len(set(ranked)) != len(ranked):
+            repeated = next(i for i in ranked if ranked.count(i) > 1)
+            raise ClipevalError(f"{where}: {query_key} {query_id} lists {predicted_key[:-1]} {repeated} twice")
+        lists.append(ranked)
         query_ids.append(query_id)
     if not query_ids:
         raise ClipevalError(f"{path}: no predictions")

@@ -90,11 +90,11 @@ def recall_at(hits: np.ndarray, ks) -> dict[str, float]:
     return {f"R@{k}": float(100.0 * found_by[:, min(k, hits.shape[1]) - 1].mean()) for k in ks}
 
 
-def drop_queries_without_positive(ranked, truth: GroundTruth, query_name, path, allow: bool):
-    """Return (ranked, truth) restricted to queries that have a positive in the gallery."""
+def queries_with_positive(truth: GroundTruth, query_name, path, allow: bool):
+    """(mask of queries that have a positive in the gallery, truth restricted to them)."""
     has_positive = truth.positives_per_query() > 0
     if has_positive.all():
-        return ranked, truth, 0
+        return has_positive, truth
     lacking = truth.query_ids[~has_positive]
     if not allow:
         shown = ", ".join(str(i) for i in lacking[:10]) + (" …" if len(lacking) > 10 else "")
@@ -105,10 +105,16 @@ def drop_queries_without_positive(ranked, truth: GroundTruth, query_name, path, 
     new_row = np.cumsum(has_positive) - 1
     kept_pairs = has_positive[truth.owner]
     kept_truth = GroundTruth(truth.query_ids[has_positive], new_row[truth.owner[kept_pairs]], truth.positive_ids[kept_pairs])
-    return ranked[has_positive], kept_truth, int(len(lacking))
+    return has_positive, kept_truth
 
 
-def score_direction(predictions: Predictions, truth: GroundTruth, gallery_ids, names, ks, allow_without_positive):
+def first_hit_positions(hits: np.ndarray) -> np.ndarray:
+    """1-based position of each row's first hit; 0 where the row has none."""
+    return np.where(hits.any(axis=1), hits.argmax(axis=1) + 1, 0)
+
+
+def aligned_predictions(predictions: Predictions, truth: GroundTruth, gallery_ids, names, ks) -> np.ndarray:
+    """The prediction rows in truth order, after checking they can answer R@K for every K."""
     query_name, item_name = names
     ranked = align_predictions(predictions, truth, query_name)
     too_deep = [k for k in ks if k > ranked.shape[1] and ranked.shape[1] < len(gallery_ids)]
@@ -118,14 +124,28 @@ def score_direction(predictions: Predictions, truth: GroundTruth, gallery_ids, n
             f" the file has {ranked.shape[1]} (raise knn.top_k)"
         )
     check_predicted_ids(predictions, ranked, gallery_ids, item_name)
-    ranked, truth, excluded = drop_queries_without_positive(
-        ranked, truth, query_name, predictions.path, allow_without_positive
-    )
-    return recall_at(hit_matrix(ranked, truth), ks), len(ranked), excluded
+    return ranked
 
 
-def score_retrieval(captions: Captions, t2i: Predictions, i2t: Predictions, recall_ks, allow_without_positive=False) -> dict:
-    """Both directions, Rsum and mean recall, in percent, with the counts they rest on."""
+def score_direction(predictions: Predictions, truth: GroundTruth, gallery_ids, names, ks, allow_without_positive):
+    ranked = aligned_predictions(predictions, truth, gallery_ids, names, ks)
+    kept, truth = queries_with_positive(truth, names[0], predictions.path, allow_without_positive)
+    ranked = ranked[kept]
+    recall = recall_at(hit_matrix(ranked, truth), ks)
+    recall["mean_recall"] = sum(recall[f"R@{k}"] for k in STANDARD_KS) / len(STANDARD_KS)
+    return recall, len(ranked), int((~kept).sum())
+
+
+def rsum_of(t2i: dict, i2t: dict) -> float:
+    return sum(t2i[f"R@{k}"] + i2t[f"R@{k}"] for k in STANDARD_KS)
+
+
+def score_predictions(captions: Captions, t2i: Predictions, i2t: Predictions, recall_ks, allow_without_positive=False) -> dict:
+    """Recall from top-k lists alone, both directions, Rsum and mean recall, in percent, with counts.
+
+    Each direction also gets Chinese-CLIP's mean recall, (R@1 + R@5 + R@10) / 3.
+    Ranks need the full ranking, which top-k lists do not hold: see retrieval_ranks.
+    """
     ks = sorted(set(recall_ks) | set(STANDARD_KS))
     gallery_images = np.sort(i2t.query_ids)
     gallery_texts = np.sort(captions.text_ids)
@@ -135,7 +155,7 @@ def score_retrieval(captions: Captions, t2i: Predictions, i2t: Predictions, reca
     i2t_recall, i2t_queries, i2t_excluded = score_direction(
         i2t, image_to_text_truth(captions, gallery_images), gallery_texts, ("image_id", "text_id"), ks, allow_without_positive
     )
-    rsum = sum(t2i_recall[f"R@{k}"] + i2t_recall[f"R@{k}"] for k in STANDARD_KS)
+    rsum = rsum_of(t2i_recall, i2t_recall)
     top_k = min(t2i.ranked_ids.shape[1], i2t.ranked_ids.shape[1])
     return {
         "t2i": t2i_recall,

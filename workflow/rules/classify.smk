@@ -32,7 +32,9 @@ rule score_classification:
         unpack(classification_score_inputs),
     output:
         metrics="results/scores/{model}/{dataset}/classification.json",
+        ranks="results/scores/{model}/{dataset}/classification-ranks.json",
     params:
+        intervals=interval_options(),
         result_config=result_config,
         code=stage_fingerprint("classify"),
     log:
@@ -42,4 +44,5 @@ rule score_classification:
     shell:
         "python -m clipeval score-classification --image-feats {input.images} --class-feats {input.classes}"
         " --labels {input.labels} --classes {input.class_spec} --dataset-meta {input.dataset_meta}"
-        " --model-meta {input.model_meta} --config {params.result_config:q} --output {output.metrics} > {log} 2>&1"
+        " --model-meta {input.model_meta} --config {params.result_config:q} {params.intervals}"
+        " --ranks-output {output.ranks} --output {output.metrics} > {log} 2>&1"

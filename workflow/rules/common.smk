@@ -55,7 +55,9 @@ STAGE_CODE = {
     "classes": (["classification.py", "extract.py", "model.py", "features.py"], ["torch", "open_clip_torch"]),
     "classify": (["classification.py", "features.py", "provenance.py"], ["numpy"]),
     "knn": (["knn.py", "features.py"], ["faiss-cpu", "faiss-gpu", "numpy"]),
-    "score": (["retrieval.py", "predictions.py", "provenance.py"], ["numpy"]),
+    "score": (["retrieval_ranks.py", "predictions.py", "provenance.py"], ["numpy"]),
+    "compare": (["comparison.py"], ["numpy"]),
+    "describe_features": (["provenance.py"], []),
     "summary": (["summary.py"], []),
 }
 RELATIVE_IMPORT = re.compile(r"^from \.(\w*) import ([\w, ]+)", re.M)
@@ -111,6 +113,21 @@ def model_config(name):
     return config["models"][name]
 
 
+def is_features_model(name):
+    return "features" in model_config(name)
+
+
+def precomputed_features(model, dataset):
+    """A features model's files for one dataset, checked against the dataset's task."""
+    given = model_config(model)["features"].get(dataset)
+    if given is None:
+        fail(f"model {model!r} has no features for dataset {dataset!r}")
+    needed = {"retrieval": "texts", "classification": "classes"}[dataset_config(dataset)["task"]]
+    if needed not in given:
+        fail(f"model {model!r}: features for {dataset_config(dataset)['task']} dataset {dataset!r} need {needed!r}")
+    return given
+
+
 def evaluation_pairs():
     """(model, dataset) pairs, in config order."""
     if "evaluate" in config:
@@ -119,12 +136,28 @@ def evaluation_pairs():
             model_config(model)
             if dataset_config(dataset)["task"] not in EVALUATED_TASKS:
                 fail(f"evaluate lists dataset {dataset!r}, whose task {dataset_config(dataset)['task']!r} is not evaluated")
+            if is_features_model(model):
+                precomputed_features(model, dataset)
         return pairs
     return [
         (model, dataset)
         for model in config["models"]
         for dataset, entry in config["datasets"].items()
         if entry["task"] in EVALUATED_TASKS
+        and (not is_features_model(model) or dataset in config["models"][model]["features"])
+    ]
+
+
+def comparison_pairs():
+    """(dataset, first model, second model) for every two models evaluated on one dataset."""
+    by_dataset = {}
+    for model, dataset in evaluation_pairs():
+        by_dataset.setdefault(dataset, []).append(model)
+    return [
+        (dataset, first, second)
+        for dataset, models in by_dataset.items()
+        for index, first in enumerate(models)
+        for second in models[index + 1:]
     ]
 
 
@@ -133,10 +166,31 @@ def check_config():
     for name, entry in config["models"].items():
         if "train" in entry:
             dataset_config(entry["train"]["dataset"])
+        for dataset in entry.get("features", {}):
+            if dataset_config(dataset)["task"] not in EVALUATED_TASKS:
+                fail(f"model {name!r} has features for dataset {dataset!r}, which is not evaluated")
+            precomputed_features(name, dataset)
     deepest = max([*config["metrics"]["recall_at"], 10])
     if config["knn"]["top_k"] < deepest:
         fail(f"knn.top_k is {config['knn']['top_k']}, but R@{deepest} needs at least {deepest} predictions"
              " (Rsum always uses R@10)")
+
+
+def retrieval_protocol(dataset):
+    return dataset_config(dataset).get("protocol", config["metrics"]["protocol"])
+
+
+def feature_files(model, dataset):
+    """{images, texts | classes}: a model's features for a dataset, extracted or precomputed."""
+    if is_features_model(model):
+        return precomputed_features(model, dataset)
+    base = f"results/features/{model}/{dataset}"
+    return {"images": f"{base}/images.jsonl", "texts": f"{base}/texts.jsonl", "classes": f"{base}/classes.jsonl"}
+
+
+def knn_inputs(wildcards):
+    files = feature_files(wildcards.model, wildcards.dataset)
+    return {"images": files["images"], "texts": files["texts"]}
 
 
 def names_matching(names):
@@ -234,15 +288,26 @@ def image_shards(wildcards):
 
 
 def score_inputs(wildcards):
-    predictions = f"results/predictions/{wildcards.model}/{wildcards.dataset}"
     files = dataset_files(wildcards.dataset)
-    return {
+    features = feature_files(wildcards.model, wildcards.dataset)
+    inputs = {
         "texts": files["texts"],
         "dataset_meta": files["meta"],
         "model_meta": f"results/models/{wildcards.model}/meta.json",
-        "t2i": f"{predictions}/t2i.jsonl",
-        "i2t": f"{predictions}/i2t.jsonl",
+        "image_feats": features["images"],
+        "text_feats": features["texts"],
     }
+    if retrieval_protocol(wildcards.dataset) == "full":
+        # Folds rank within each fold; full-gallery top-k lists cannot be checked against that.
+        predictions = f"results/predictions/{wildcards.model}/{wildcards.dataset}"
+        inputs.update(t2i=f"{predictions}/t2i.jsonl", i2t=f"{predictions}/i2t.jsonl")
+    return inputs
+
+
+def predictions_option(wildcards, input):
+    if "t2i" in input.keys():
+        return f"--t2i {shlex.quote(input.t2i)} --i2t {shlex.quote(input.i2t)}"
+    return ""
 
 
 def class_encode_inputs(wildcards):
@@ -250,10 +315,10 @@ def class_encode_inputs(wildcards):
 
 
 def classification_score_inputs(wildcards):
-    features = f"results/features/{wildcards.model}/{wildcards.dataset}"
+    features = feature_files(wildcards.model, wildcards.dataset)
     return {
-        "images": f"{features}/images.jsonl",
-        "classes": f"{features}/classes.jsonl",
+        "images": features["images"],
+        "classes": features["classes"],
         "labels": f"{dataset_dir(wildcards.dataset)}/labels.jsonl",
         "class_spec": f"{dataset_dir(wildcards.dataset)}/classes.json",
         "dataset_meta": dataset_files(wildcards.dataset)["meta"],
@@ -261,27 +326,58 @@ def classification_score_inputs(wildcards):
     }
 
 
+def interval_options():
+    metrics = config["metrics"]
+    return f"--bootstrap {metrics['bootstrap']} --seed {metrics['bootstrap_seed']}"
+
+
+def precomputed_feature_files(wildcards):
+    return sorted({path for files in model_config(wildcards.model)["features"].values() for path in files.values()})
+
+
 def result_config(wildcards):
     """The config that determines a score, recorded in its provenance."""
+    task = dataset_config(wildcards.dataset)["task"]
+    model = model_config(wildcards.model)
+    if is_features_model(wildcards.model):
+        model = {"features": {wildcards.dataset: precomputed_features(wildcards.model, wildcards.dataset)}}
+    metrics = {key: config["metrics"][key] for key in ("bootstrap", "bootstrap_seed")}
+    if task == "retrieval":
+        metrics.update(config["metrics"], protocol=retrieval_protocol(wildcards.dataset))
     return json.dumps(
         {
-            "model": {"name": wildcards.model, **model_config(wildcards.model)},
+            "model": {"name": wildcards.model, **model},
             "dataset": {"name": wildcards.dataset, **dataset_config(wildcards.dataset)},
-            "extract": {"precision": model_precision(wildcards.model)},
-            **({"knn": {"top_k": config["knn"]["top_k"]}, "metrics": config["metrics"]}
-               if dataset_config(wildcards.dataset)["task"] == "retrieval" else {}),
+            "metrics": metrics,
+            **({} if is_features_model(wildcards.model) else {"extract": {"precision": model_precision(wildcards.model)}}),
+            **({"knn": {"top_k": config["knn"]["top_k"]}} if task == "retrieval" else {}),
         },
         sort_keys=True,
     )
 
 
-def score_file(model, dataset):
-    return f"results/scores/{model}/{dataset}/{dataset_config(dataset)['task']}.json"
+def score_file(model, dataset, suffix=""):
+    return f"results/scores/{model}/{dataset}/{dataset_config(dataset)['task']}{suffix}.json"
 
 
 def score_files():
     return [score_file(model, dataset) for model, dataset in evaluation_pairs()]
 
 
+def ranks_inputs(wildcards):
+    return {"first": score_file(wildcards.first, wildcards.dataset, "-ranks"),
+            "second": score_file(wildcards.second, wildcards.dataset, "-ranks")}
+
+
+def comparison_file(dataset, first, second):
+    return f"results/comparisons/{dataset}/{first}/{second}.json"
+
+
+def comparison_files():
+    return [comparison_file(*triple) for triple in comparison_pairs()]
+
+
 def summary_entries():
-    return " ".join(f"--entry {model} {dataset} {score_file(model, dataset)}" for model, dataset in evaluation_pairs())
+    entries = [f"--entry {model} {dataset} {score_file(model, dataset)}" for model, dataset in evaluation_pairs()]
+    entries += [f"--comparison {comparison_file(*triple)}" for triple in comparison_pairs()]
+    return " ".join(entries)

@@ -10,6 +10,8 @@ rule describe_model:
         unpack(weights_input),
     output:
         meta="results/models/{model}/meta.json",
+    wildcard_constraints:
+        model=names_matching(name for name in config["models"] if not is_features_model(name)),
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,
@@ -23,6 +25,23 @@ rule describe_model:
     shell:
         "python -m clipeval describe-model --arch {params.arch} {params.pretrained}"
         " --precision {params.precision} {params.preprocess} --output {output.meta} > {log} 2>&1"
+
+
+rule describe_features_model:
+    input:
+        precomputed_feature_files,
+    output:
+        meta="results/models/{model}/meta.json",
+    wildcard_constraints:
+        model=names_matching(name for name in config["models"] if is_features_model(name)),
+    params:
+        code=stage_fingerprint("describe_features"),
+    log:
+        "logs/describe/{model}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval describe-features {input} --output {output.meta} > {log} 2>&1"
 
 
 rule extract_text_features:

@@ -3,8 +3,7 @@
 
 rule knn:
     input:
-        images="results/features/{model}/{dataset}/images.jsonl",
-        texts="results/features/{model}/{dataset}/texts.jsonl",
+        unpack(knn_inputs),
     output:
         predictions="results/predictions/{model}/{dataset}/{direction}.jsonl",
     wildcard_constraints:

@@ -1,4 +1,6 @@
-# score: recall from the predictions and the captions' ground truth.
+# score: retrieval metrics from the full ranking of the features, checked
+# against the top-k predictions under the full protocol, with bootstrap
+# intervals; the per-query ranks feed paired comparisons.
 
 
 rule score_retrieval:
@@ -6,13 +8,17 @@ rule score_retrieval:
         unpack(score_inputs),
     output:
         metrics="results/scores/{model}/{dataset}/retrieval.json",
+        ranks="results/scores/{model}/{dataset}/retrieval-ranks.json",
     params:
+        predictions=predictions_option,
+        protocol=lambda wildcards: retrieval_protocol(wildcards.dataset),
         recall_at=" ".join(str(k) for k in config["metrics"]["recall_at"]),
         allow_without_positive=(
             "--allow-queries-without-positive"
             if config["metrics"]["allow_queries_without_positive"]
             else ""
         ),
+        intervals=interval_options(),
         result_config=result_config,
         code=stage_fingerprint("score"),
     log:
@@ -20,7 +26,8 @@ rule score_retrieval:
     conda:
         ENV_FILE
     shell:
-        "python -m clipeval score-retrieval --texts {input.texts} --t2i {input.t2i} --i2t {input.i2t}"
-        " --recall-at {params.recall_at} {params.allow_without_positive}"
-        " --dataset-meta {input.dataset_meta} --model-meta {input.model_meta}"
-        " --config {params.result_config:q} --output {output.metrics} > {log} 2>&1"
+        "python -m clipeval score-retrieval --texts {input.texts}"
+        " --image-feats {input.image_feats} --text-feats {input.text_feats} {params.predictions}"
+        " --protocol {params.protocol} --recall-at {params.recall_at} {params.allow_without_positive}"
+        " {params.intervals} --dataset-meta {input.dataset_meta} --model-meta {input.model_meta}"
+        " --config {params.result_config:q} --ranks-output {output.ranks} --output {output.metrics} > {log} 2>&1"

@@ -1,12 +1,16 @@
-# summary: every (model, dataset) score in one table, CSV and Markdown.
+# summary: every (model, dataset) score in one table, per-model averages over
+# datasets and the paired comparisons, as CSV and one Markdown report.
 
 
 rule summary:
     input:
         score_files(),
+        comparison_files(),
     output:
         csv="results/summary.csv",
         markdown="results/summary.md",
+        averages="results/averages.csv",
+        comparisons="results/comparisons.csv",
     params:
         entries=summary_entries(),
         code=stage_fingerprint("summary"),
@@ -15,4 +19,5 @@ rule summary:
     conda:
         ENV_FILE
     shell:
-        "python -m clipeval summarize {params.entries} --csv {output.csv} --markdown {output.markdown} > {log} 2>&1"
+        "python -m clipeval summarize {params.entries} --csv {output.csv} --markdown {output.markdown}"
+        " --averages {output.averages} --comparisons {output.comparisons} > {log} 2>&1"

@@ -1,0 +1,241 @@
+"""Retrieval metrics from the full ranking: ranks, folds, intervals, edge cases.
+
+The references here rank by sorting whole rows of exactly computed scores;
+features are small integers so every score, and every tie, is exact.
+"""
+
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clipeval.captions import Captions
+from clipeval.comparison import compare_models
+from clipeval.errors import ClipevalError
+from clipeval.retrieval_ranks import FeatureSet, score_retrieval
+
+
+def captions_from(pairs):
+    ids = list(pairs)
+    return Captions(np.array(ids, dtype=np.int64), [f"caption {i}" for i in ids],
+                    [np.array(sorted(set(pairs[i])), dtype=np.int64) for i in ids])
+
+
+def feature_set(name, features: dict):
+    ids = list(features)
+    return FeatureSet(Path(name), np.array(ids, dtype=np.int64), np.array([features[i] for i in ids], dtype=np.float32))
+
+
+def score(truth, image_features, text_features, ks=(1, 5, 10), **options):
+    return score_retrieval(captions_from(truth), Path("texts.jsonl"), feature_set("image-features.jsonl", image_features),
+                           feature_set("text-features.jsonl", text_features), list(ks), **options)
+
+
+def test_hand_computed_ranks_with_a_tie():
+    images = {1: [1, 0], 2: [1, 0], 3: [0, 1]}          # images 1 and 2 are identical
+    texts = {10: [1, 0], 11: [0.6, 0.8], 12: [1, 0]}
+    truth = {10: [2], 11: [3], 12: [1]}
+    metrics, record = score(truth, images, texts, ks=(1, 2))
+    # t2i: text 10 sees 1 and 2 tied at the top; the tie goes to the lower id, so its image 2 ranks 2nd.
+    assert record["t2i"]["query_ids"] == [10, 11, 12] and record["t2i"]["ranks"] == [2, 1, 1]
+    # i2t: image 1 sees texts 10 and 12 tied; 10 goes first, so its text 12 ranks 2nd.
+    assert record["i2t"]["query_ids"] == [1, 2, 3] and record["i2t"]["ranks"] == [2, 1, 1]
+    for direction in ("t2i", "i2t"):
+        assert metrics[direction] == pytest.approx({
+            "R@1": 200 / 3, "R@2": 100.0, "R@5": 100.0, "R@10": 100.0,
+            "mean_recall": (200 / 3 + 200) / 3, "mean_rank": 4 / 3, "median_rank": 1.0,
+        })
+    assert metrics["rsum"] == pytest.approx(2 * (200 / 3 + 200))
+    assert metrics["mean_recall"] == pytest.approx(metrics["rsum"] / 6)
+    assert metrics["counts"]["images"] == 3 and metrics["counts"]["t2i_queries"] == 3
+
+
+def reference_ranks(query_features, gallery_features, positives):
+    """{query: rank of its first positive} by sorting every gallery item on (exact score desc, id asc)."""
+    ranks = {}
+    for query, vector in query_features.items():
+        if not positives[query]:
+            continue
+        order = sorted(gallery_features, key=lambda item: (
+            -sum(Fraction(a) * Fraction(b) for a, b in zip(vector, gallery_features[item])), item))
+        ranks[query] = 1 + min(order.index(item) for item in positives[query])
+    return ranks
+
+
+def reference_metrics(ranks, ks):
+    values = sorted(ranks.values())
+    result = {f"R@{k}": 100.0 * sum(r <= k for r in values) / len(values) for k in ks}
+    result["mean_recall"] = (result["R@1"] + result["R@5"] + result["R@10"]) / 3
+    result["mean_rank"] = sum(values) / len(values)
+    middle = len(values) // 2
+    result["median_rank"] = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return result
+
+
+vectors = st.lists(st.integers(-2, 2), min_size=3, max_size=3).filter(any)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_every_metric_matches_a_brute_force_ranking(data):
+    palette = data.draw(st.lists(vectors, min_size=1, max_size=4))  # few distinct vectors: many exact ties
+    image_ids = data.draw(st.lists(st.integers(0, 60), min_size=1, max_size=12, unique=True))
+    images = {i: data.draw(st.sampled_from(palette)) for i in image_ids}
+    texts, truth = {}, {}
+    for text_id in data.draw(st.lists(st.integers(100, 160), min_size=1, max_size=15, unique=True)):
+        texts[text_id] = data.draw(st.sampled_from(palette))
+        truth[text_id] = data.draw(st.lists(st.sampled_from(image_ids), min_size=1, max_size=3, unique=True))
+    ks = sorted(set(data.draw(st.lists(st.integers(1, 14), min_size=1, max_size=4))) | {1, 5, 10})
+    metrics, _ = score(truth, images, texts, ks, allow_without_positive=True)
+    texts_of = {i: {t for t, ims in truth.items() if i in ims} for i in image_ids}
+    expected_t2i = reference_metrics(reference_ranks(texts, images, {t: set(v) for t, v in truth.items()}), ks)
+    expected_i2t = reference_metrics(reference_ranks(images, texts, texts_of), ks)
+    assert metrics["t2i"] == pytest.approx(expected_t2i)
+    assert metrics["i2t"] == pytest.approx(expected_i2t)
+    rsum = sum(expected_t2i[f"R@{k}"] + expected_i2t[f"R@{k}"] for k in (1, 5, 10))
+    assert metrics["rsum"] == pytest.approx(rsum) and metrics["mean_recall"] == pytest.approx(rsum / 6)
+    assert metrics["counts"]["i2t_excluded_without_positive"] == sum(not t for t in texts_of.values())
+
+
+def sort_reference_ranks(queries, gallery, gallery_ids, positives):
+    """Rank by lexsorting whole rows (numpy, exact for small-integer features)."""
+    scores = queries.astype(np.int64) @ gallery.astype(np.int64).T
+    order = np.lexsort((np.broadcast_to(gallery_ids, scores.shape), -scores), axis=1)
+    ranked_ids = gallery_ids[order]
+    return np.array([1 + np.flatnonzero(np.isin(row, list(p))).min() for row, p in zip(ranked_ids, positives)])
+
+
+def folds_dataset(rng, num_images=2000, captions_per_image=2):
+    image_ids = rng.permutation(10_000)[:num_images]
+    images = rng.integers(-2, 3, size=(num_images, 4))
+    images[~images.any(axis=1), 0] = 1
+    text_ids = np.arange(num_images * captions_per_image) + 50_000
+    owners = np.repeat(image_ids, captions_per_image)
+    texts = images[np.repeat(np.arange(num_images), captions_per_image)] + rng.integers(-1, 2, size=(len(text_ids), 4))
+    texts[~texts.any(axis=1), 1] = 1
+    return image_ids, images, text_ids, owners, texts
+
+
+def test_folds_1k_averages_metrics_computed_within_each_fold():
+    image_ids, images, text_ids, owners, texts = folds_dataset(np.random.default_rng(0))
+    truth = {int(t): [int(o)] for t, o in zip(text_ids, owners)}
+    metrics, record = score(truth, dict(zip(image_ids.tolist(), images)), dict(zip(text_ids.tolist(), texts)),
+                            protocol="folds-1k")
+    assert metrics["protocol"] == "folds-1k" and metrics["counts"]["folds"] == 2 and len(metrics["folds"]) == 2
+    sorted_images = np.sort(image_ids)
+    per_fold = []
+    for fold in range(2):
+        fold_images = sorted_images[fold * 1000:(fold + 1) * 1000]
+        image_rows = np.searchsorted(image_ids, fold_images, sorter=np.argsort(image_ids))
+        image_rows = np.argsort(image_ids)[image_rows]
+        text_rows = np.flatnonzero(np.isin(owners, fold_images))
+        t2i = sort_reference_ranks(texts[text_rows], images[image_rows], fold_images,
+                                   [{o} for o in owners[text_rows]])
+        i2t = sort_reference_ranks(images[image_rows], texts[text_rows], text_ids[text_rows],
+                                   [set(text_ids[text_rows][owners[text_rows] == i]) for i in fold_images])
+        per_fold.append((t2i, i2t))
+        reported = metrics["folds"][fold]
+        assert reported["counts"] == {"images": 1000, "texts": 2000}
+        assert reported["t2i"]["R@1"] == pytest.approx(100 * np.mean(t2i <= 1))
+        assert reported["i2t"]["median_rank"] == pytest.approx(np.median(i2t))
+    for direction, index in (("t2i", 0), ("i2t", 1)):
+        for k in (1, 5, 10):
+            expected = np.mean([100 * np.mean(ranks[index] <= k) for ranks in per_fold])
+            assert metrics[direction][f"R@{k}"] == pytest.approx(expected)
+        assert metrics[direction]["mean_rank"] == pytest.approx(np.mean([r[index].mean() for r in per_fold]))
+    assert metrics["rsum"] == pytest.approx(np.mean([f["rsum"] for f in metrics["folds"]]))
+    assert record["folds"] == 2 and sorted(set(record["t2i"]["folds"])) == [0, 1]
+
+
+def test_folds_need_each_caption_inside_one_fold():
+    image_ids, images, text_ids, owners, texts = folds_dataset(np.random.default_rng(1))
+    truth = {int(t): [int(o)] for t, o in zip(text_ids, owners)}
+    lowest, highest = int(np.min(image_ids)), int(np.max(image_ids))
+    truth[int(text_ids[0])] = [lowest, highest]
+    with pytest.raises(ClipevalError, match=rf"texts\.jsonl: text_id {text_ids[0]} describes images in folds 0 and 1;"
+                                            " folds need each caption's images in one fold"):
+        score(truth, dict(zip(image_ids.tolist(), images)), dict(zip(text_ids.tolist(), texts)), protocol="folds-1k")
+
+
+def random_retrieval(rng, num_images, noise=1.5):
+    image_ids, images, text_ids, owners, texts = folds_dataset(rng, num_images, 1)
+    texts = images + rng.normal(scale=noise, size=images.shape)
+    return ({int(t): [int(o)] for t, o in zip(text_ids, owners)},
+            dict(zip(image_ids.tolist(), images.tolist())), dict(zip(text_ids.tolist(), texts.tolist())))
+
+
+def interval_width(metrics, *path):
+    node = metrics["intervals"]
+    for key in path:
+        node = node[key]
+    return node[1] - node[0]
+
+
+def test_bootstrap_intervals_hold_the_estimate_and_shrink_with_more_queries():
+    small = score(*random_retrieval(np.random.default_rng(2), 100), bootstrap=300, seed=0)[0]
+    large = score(*random_retrieval(np.random.default_rng(3), 2000), bootstrap=300, seed=0)[0]
+    for metrics in (small, large):
+        for path in (("t2i", "R@1"), ("i2t", "R@5"), ("t2i", "mean_rank"), ("i2t", "median_rank"), ("rsum",)):
+            value, interval = metrics, metrics["intervals"]
+            for key in path:
+                value, interval = value[key], interval[key]
+            assert interval[0] <= value <= interval[1], path
+    for path in (("t2i", "R@1"), ("i2t", "R@10"), ("rsum",), ("mean_recall",)):
+        assert interval_width(large, *path) < interval_width(small, *path) / 2, path
+    assert small["bootstrap"] == {"replicates": 300, "seed": 0, "confidence": 95.0,
+                                  "method": "percentile; queries resampled with replacement within each fold"}
+
+
+def test_bootstrap_is_seeded():
+    data = random_retrieval(np.random.default_rng(4), 200)
+    first = score(*data, bootstrap=100, seed=7)[0]
+    assert score(*data, bootstrap=100, seed=7)[0]["intervals"] == first["intervals"]
+    assert score(*data, bootstrap=100, seed=8)[0]["intervals"] != first["intervals"]
+    assert score(*data)[0]["bootstrap"] is None and "intervals" not in score(*data)[0]
+
+
+def test_paired_comparison_is_tighter_than_separate_intervals():
+    truth, images, texts = random_retrieval(np.random.default_rng(5), 500, noise=1.0)
+    rng = np.random.default_rng(6)
+    noisier = {t: (np.array(v) + rng.normal(scale=0.3, size=4)).tolist() for t, v in texts.items()}
+    first, first_ranks = score(truth, images, texts, bootstrap=300)
+    second, second_ranks = score(truth, images, noisier, bootstrap=300)
+    comparison = compare_models(("a", "b"), first_ranks, second_ranks, "b.json", 300, 0)
+    difference = comparison["difference"]["rsum"]
+    assert difference == pytest.approx(first["rsum"] - second["rsum"])
+    low, high = comparison["intervals"]["rsum"]
+    assert low <= difference <= high
+    separate = interval_width(first, "rsum") + interval_width(second, "rsum")
+    assert high - low < separate / 2
+    itself = compare_models(("a", "a"), first_ranks, first_ranks, "a.json", 100, 0)
+    assert itself["difference"]["t2i"]["R@1"] == 0 and itself["intervals"]["t2i"]["R@1"] == [0.0, 0.0]
+
+
+def test_gallery_smaller_than_k_counts_every_query_found():
+    metrics, _ = score({10: [1], 11: [2]}, {1: [1, 0], 2: [0, 1]}, {10: [1, 0], 11: [1, 0]}, ks=(1, 5, 10, 50))
+    assert metrics["t2i"] == pytest.approx({"R@1": 50.0, "R@5": 100.0, "R@10": 100.0, "R@50": 100.0,
+                                            "mean_recall": 250 / 3, "mean_rank": 1.5, "median_rank": 1.5})
+
+
+def test_queries_without_positive_are_listed_or_counted():
+    truth, images, texts = {10: [1], 11: [1]}, {1: [1, 0], 2: [0, 1], 3: [1, 1]}, {10: [1, 0], 11: [0, 1]}
+    with pytest.raises(ClipevalError, match=r"^texts\.jsonl: 2 image_id\(s\) have no positive in the gallery: 2, 3 "
+                                            r"\(set metrics\.allow_queries_without_positive to exclude them\)$"):
+        score(truth, images, texts)
+    metrics, record = score(truth, images, texts, allow_without_positive=True)
+    assert metrics["counts"]["i2t_excluded_without_positive"] == 2 and metrics["counts"]["i2t_queries"] == 1
+    assert record["i2t"]["query_ids"] == [1]
+    assert metrics["counts"]["images"] == 3  # still in the t2i gallery
+
+
+def test_features_must_cover_the_captions():
+    images, texts = {1: [1, 0], 2: [0, 1]}, {10: [1, 0], 11: [0, 1]}
+    with pytest.raises(ClipevalError, match=r"^text-features\.jsonl: no feature for text_id 12 \(1 missing\)$"):
+        score({10: [1], 11: [2], 12: [2]}, images, texts)
+    with pytest.raises(ClipevalError, match=r"^text-features\.jsonl: text_id 11 is not in texts\.jsonl$"):
+        score({10: [1]}, images, texts)
+    with pytest.raises(ClipevalError, match=r"^image-features\.jsonl: no feature for image_id 3, which text_id 11 describes$"):
+        score({10: [1], 11: [3]}, images, texts)

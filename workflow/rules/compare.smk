@@ -1,0 +1,20 @@
+# compare: every two models evaluated on one dataset, metric by metric, with
+# paired bootstrap intervals drawn from the same resampled queries.
+
+
+rule compare_models:
+    input:
+        unpack(ranks_inputs),
+    output:
+        comparison="results/comparisons/{dataset}/{first}/{second}.json",
+    params:
+        intervals=interval_options(),
+        code=stage_fingerprint("compare"),
+    log:
+        "logs/compare/{dataset}/{first}/{second}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval compare-models {input.first} {input.second}"
+        " --names {wildcards.first} {wildcards.second} --dataset {wildcards.dataset}"
+        " {params.intervals} --output {output.comparison} > {log} 2>&1"
