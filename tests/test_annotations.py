@@ -175,3 +175,24 @@ def test_workflow_plans_the_new_formats(tmp_path):
     }))
     jobs = planned_jobs(workdir)
     assert jobs["prepare_karpathy"] == 1 and jobs["prepare_coco"] == 1 and jobs["score_retrieval"] == 3
+
+
+def test_karpathy_image_id_field_chooses_between_cocoid_and_imgid(tmp_path):
+    """COCO's split file has both; imgid counts up in file order, which COCO-1K folds follow."""
+    from clipeval.annotations import karpathy_split
+
+    annotations, images = karpathy_flickr(tmp_path)
+    data = json.loads(annotations.read_text())
+    for entry, cocoid in zip(data["images"], [900, 700, 500, 300]):  # COCO ids fall as the file goes on
+        entry["cocoid"] = cocoid
+    annotations.write_text(json.dumps(data))
+    by_default, _ = karpathy_split(annotations, images, ["test", "val"])
+    by_imgid, captions = karpathy_split(annotations, images, ["test", "val"], "imgid")
+    assert [image_id for image_id, _ in by_default] == [700, 500, 300]
+    assert [image_id for image_id, _ in by_imgid] == [1, 2, 3]
+    assert captions.image_ids[0].tolist() == [1]
+    result = run_cli("import-karpathy", "--annotations", annotations, "--images", images, "--split", "test",
+                     "--image-id", "imgid", "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    store, _ = open_dataset(tmp_path / "out")
+    assert store.image_ids().tolist() == [1, 2]

@@ -13,7 +13,8 @@ EXAMPLES = sorted((REPO / "config/examples").glob("*.yaml"))
 
 
 def test_there_are_examples():
-    assert {p.stem for p in EXAMPLES} >= {"flickr30k-1k", "coco-5k", "muge", "flickr30k-cn", "coco-cn"}
+    assert {p.stem for p in EXAMPLES} >= {"flickr30k-1k", "coco-5k", "coco-1k", "muge", "flickr30k-cn", "coco-cn",
+                                          "cifar10", "cifar100", "imagenet-1k-val"}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)

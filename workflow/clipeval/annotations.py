@@ -44,11 +44,13 @@ class _CaptionCollector:
         return Captions(np.array(self.text_ids, dtype=np.int64), self.texts, self.image_ids)
 
 
-def karpathy_split(annotations, image_dir, splits) -> tuple[list[tuple[int, Path]], Captions]:
+def karpathy_split(annotations, image_dir, splits, id_field=None) -> tuple[list[tuple[int, Path]], Captions]:
     """Images and captions of the chosen Karpathy split(s).
 
     Image ids are COCO ids where the file has them (`cocoid`), else Karpathy's
-    `imgid`; caption ids are `sentid`. Files live at image_dir/[filepath/]filename.
+    `imgid`, unless id_field names one. `imgid` counts up in file order, so
+    ascending ids keep the split's order (COCO-1K folds depend on it).
+    Caption ids are `sentid`. Files live at image_dir/[filepath/]filename.
     """
     path = Path(annotations)
     unknown = set(splits) - set(KARPATHY_SPLITS)
@@ -60,7 +62,8 @@ def karpathy_split(annotations, image_dir, splits) -> tuple[list[tuple[int, Path
         where = f"{path}: images[{index}]"
         if not isinstance(image, dict) or image.get("split") not in splits:
             continue
-        image_id = require_id(image.get("cocoid", image.get("imgid")), where, "image id (cocoid/imgid)")
+        raw_id = image.get(id_field) if id_field else image.get("cocoid", image.get("imgid"))
+        image_id = require_id(raw_id, where, f"image id ({id_field or 'cocoid/imgid'})")
         if image_id in seen_images:
             raise ClipevalError(f"{where}: duplicate image id {image_id}")
         seen_images.add(image_id)

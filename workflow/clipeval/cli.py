@@ -67,8 +67,9 @@ def _import_karpathy(args):
     from .dataset import write_dataset
     from .imagefiles import read_image_files
 
-    files, captions = karpathy_split(args.annotations, args.images, args.split)
-    source = {"format": "karpathy", "annotations": str(args.annotations), "images": str(args.images), "split": args.split}
+    files, captions = karpathy_split(args.annotations, args.images, args.split, args.image_id)
+    source = {"format": "karpathy", "annotations": str(args.annotations), "images": str(args.images), "split": args.split,
+              "image_id": args.image_id}
     _report_import(write_dataset(args.out, read_image_files(files, args.annotations), captions, source), args.out)
 
 
@@ -301,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     karpathy.add_argument("--annotations", type=Path, required=True, help="the Karpathy split JSON")
     karpathy.add_argument("--images", type=Path, required=True, help="the image directory")
     karpathy.add_argument("--split", nargs="+", default=["test"], help="train, restval, val and/or test (default: test)")
+    karpathy.add_argument("--image-id", choices=("cocoid", "imgid"), help="id field (default: cocoid where present)")
     karpathy.add_argument("--out", type=Path, required=True)
     karpathy.set_defaults(handler=_import_karpathy)
 

@@ -45,7 +45,10 @@ def speed_knobs(section):
 # and cli.py count too: a change to any re-runs the stage, which shell rules
 # would not notice by themselves.
 STAGE_CODE = {
-    "prepare": (["shapes.py", "cnclip.py", "annotations.py", "imagefiles.py"], ["pillow", "lmdb", "numpy"]),
+    "prepare": (
+        ["shapes.py", "cnclip.py", "annotations.py", "imagefiles.py", "imagefolder.py", "cifar.py"],
+        ["pillow", "lmdb", "numpy"],
+    ),
     "train": (["train.py", "model_configs/clipeval-tiny.json"], ["torch", "open_clip_torch", "pillow", "numpy"]),
     "extract": (
         ["extract.py", "model.py", "features.py", "captions.py", "sharding.py", "provenance.py", "model_configs/clipeval-tiny.json"],
@@ -235,6 +238,14 @@ def coco_sources(wildcards):
     if "image_ids" in entry:
         sources["image_ids"] = entry["image_ids"]
     return sources
+
+
+def cifar_sources(wildcards):
+    """The batch, its class-names file beside it (batches.meta or meta), and the templates."""
+    entry = dataset_config(wildcards.dataset)
+    batch = Path(entry["batch"])
+    names = batch.parent / ("meta" if (batch.parent / "meta").exists() else "batches.meta")
+    return {"batch": str(batch), "classnames": str(names), "templates": entry["templates"]}
 
 
 def train_inputs(wildcards):

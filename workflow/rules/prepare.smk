@@ -67,6 +67,11 @@ checkpoint prepare_karpathy:
     params:
         images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
         split=lambda wildcards: " ".join(dataset_config(wildcards.dataset).get("split", ["test"])),
+        image_id=lambda wildcards: (
+            f"--image-id {dataset_config(wildcards.dataset)['image_id']}"
+            if "image_id" in dataset_config(wildcards.dataset)
+            else ""
+        ),
         out_dir=lambda wildcards, output: str(Path(output.meta).parent),
         code=stage_fingerprint("prepare"),
     log:
@@ -75,7 +80,7 @@ checkpoint prepare_karpathy:
         ENV_FILE
     shell:
         "python -m clipeval import-karpathy --annotations {input.annotations:q} --images {params.images:q}"
-        " --split {params.split} --out {params.out_dir} > {log} 2>&1"
+        " --split {params.split} {params.image_id} --out {params.out_dir} > {log} 2>&1"
 
 
 checkpoint prepare_coco:
@@ -99,3 +104,51 @@ checkpoint prepare_coco:
     shell:
         "python -m clipeval import-coco --annotations {input.annotations:q} --images {params.images:q}"
         " {params.image_ids} --out {params.out_dir} > {log} 2>&1"
+
+
+checkpoint prepare_imagefolder:
+    input:
+        classnames=lambda wildcards: dataset_config(wildcards.dataset)["classnames"],
+        templates=lambda wildcards: dataset_config(wildcards.dataset)["templates"],
+    output:
+        images=directory("results/datasets/{dataset}/images.lmdb"),
+        labels="results/datasets/{dataset}/labels.jsonl",
+        classes="results/datasets/{dataset}/classes.json",
+        meta="results/datasets/{dataset}/meta.json",
+    wildcard_constraints:
+        dataset=datasets_of_format("imagefolder"),
+    params:
+        images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
+        first_image_id=lambda wildcards: dataset_config(wildcards.dataset).get("first_image_id", 0),
+        out_dir=lambda wildcards, output: str(Path(output.meta).parent),
+        code=stage_fingerprint("prepare"),
+    log:
+        "logs/prepare/{dataset}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval import-imagefolder --images {params.images:q} --classnames {input.classnames:q}"
+        " --templates {input.templates:q} --first-image-id {params.first_image_id} --out {params.out_dir} > {log} 2>&1"
+
+
+checkpoint prepare_cifar:
+    input:
+        unpack(cifar_sources),
+    output:
+        images=directory("results/datasets/{dataset}/images.lmdb"),
+        labels="results/datasets/{dataset}/labels.jsonl",
+        classes="results/datasets/{dataset}/classes.json",
+        meta="results/datasets/{dataset}/meta.json",
+    wildcard_constraints:
+        dataset=datasets_of_format("cifar"),
+    params:
+        first_image_id=lambda wildcards: dataset_config(wildcards.dataset).get("first_image_id", 0),
+        out_dir=lambda wildcards, output: str(Path(output.meta).parent),
+        code=stage_fingerprint("prepare"),
+    log:
+        "logs/prepare/{dataset}.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval import-cifar --batch {input.batch:q} --templates {input.templates:q}"
+        " --first-image-id {params.first_image_id} --out {params.out_dir} > {log} 2>&1"

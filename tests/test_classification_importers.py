@@ -1,0 +1,200 @@
+"""imagefolder and cifar: classification datasets from the layouts they ship in."""
+
+import io
+import json
+import pickle
+import struct
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from clipeval.imagestore import ImageStore
+from conftest import run_cli
+
+
+def png(colour, mode="RGB", size=(8, 6)):
+    buffer = io.BytesIO()
+    Image.new(mode, size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def read_lines(path):
+    return [json.loads(line) for line in open(path)]
+
+
+@pytest.fixture
+def folders(tmp_path):
+    """cat/ (2 images), dog/ (1 image, grayscale), a hidden file; names file and templates."""
+    root = tmp_path / "val"
+    for folder, images in {"cat": {"b.png": png((255, 0, 0)), "a.png": png((0, 255, 0), "RGBA")},
+                           "dog": {"x.png": png(128, "L", (3, 17))}}.items():
+        (root / folder).mkdir(parents=True)
+        for name, raw in images.items():
+            (root / folder / name).write_bytes(raw)
+    (root / "cat" / ".DS_Store").write_bytes(b"junk")
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\nart of the {}.\n")
+    return root
+
+
+def import_folder(tmp_path, root, names, *extra):
+    (tmp_path / "names.txt").write_text(names)
+    return run_cli("import-imagefolder", "--images", root, "--classnames", tmp_path / "names.txt",
+                   "--templates", tmp_path / "templates.txt", *extra, "--out", tmp_path / "out")
+
+
+def test_imagefolder_with_names_equal_to_folders(tmp_path, folders):
+    result = import_folder(tmp_path, folders, "dog\ncat\n", "--first-image-id", 100)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"wrote 3 labelled images to {tmp_path / 'out'}"
+    # class index follows the names file: dog is 0; images go class by class, files sorted
+    assert read_lines(tmp_path / "out/labels.jsonl") == [
+        {"image_id": 100, "label": 0}, {"image_id": 101, "label": 1}, {"image_id": 102, "label": 1}]
+    assert json.loads((tmp_path / "out/classes.json").read_text()) == {
+        "classnames": ["dog", "cat"], "templates": ["a photo of a {}.", "art of the {}."]}
+    store = ImageStore(tmp_path / "out/images.lmdb")
+    assert store.image_ids().tolist() == [100, 101, 102]
+    assert store.encoded_bytes(101) == (folders / "cat/a.png").read_bytes()
+    meta = json.loads((tmp_path / "out/meta.json").read_text())
+    assert meta["counts"] == {"images": 3} and meta["source"]["format"] == "imagefolder"
+    assert not (tmp_path / "out/texts.jsonl").exists()
+
+
+def test_imagefolder_with_folder_to_name_lines_and_wnid_style_folders(tmp_path, folders):
+    result = import_folder(tmp_path, folders, "cat\tsmall cat\ndog\tbig dog\n")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "out/classes.json").read_text())["classnames"] == ["small cat", "big dog"]
+    # no name is a folder: names pair with the sorted folders, as ImageNet's wnid folders do
+    result = import_folder(tmp_path, folders, "tabby\nterrier\n")
+    assert result.returncode == 0, result.stderr
+    assert [row["label"] for row in read_lines(tmp_path / "out/labels.jsonl")] == [0, 0, 1]
+
+
+@pytest.mark.parametrize("names, message", [
+    ("cat\n", "{root}: folder 'dog' is not a class in {names} (1 such)"),
+    ("cat\ndog\nbird\n", "{root}: no folder 'bird' for a class in {names} (1 missing)"),
+    ("tabby\nterrier\nparrot\n", "{root}: 2 class folders but 3 class names in {names}"),
+    ("cat\tc\ndog\n", "{names}: give a folder for every class or for none"),
+    ("cat\ncat\n", "{names}: class name 'cat' appears twice"),
+])
+def test_class_folders_that_do_not_match_the_names(tmp_path, folders, names, message):
+    result = import_folder(tmp_path, folders, names)
+    assert result.returncode == 1
+    expected = message.format(root=folders, names=tmp_path / "names.txt")
+    assert result.stderr.strip().splitlines() == [f"clipeval: error: {expected}"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_imagefolder_bad_images_and_templates(tmp_path, folders):
+    (folders / "dog/broken.png").write_bytes(png(1)[:30])
+    result = import_folder(tmp_path, folders, "cat\ndog\n")
+    assert result.returncode == 1 and not (tmp_path / "out").exists()
+    assert result.stderr.strip() == f"clipeval: error: {folders / 'dog/broken.png'}: image_id 2: image does not decode (UnidentifiedImageError)"
+    (folders / "dog/broken.png").unlink()
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\na photo\n")
+    result = import_folder(tmp_path, folders, "cat\ndog\n")
+    assert result.stderr.strip() == f"clipeval: error: {tmp_path / 'templates.txt'}:2: template 'a photo' has no {{}} for the class name"
+
+
+def test_imagefolder_without_images_is_an_empty_dataset(tmp_path):
+    (tmp_path / "val/cat").mkdir(parents=True)
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = import_folder(tmp_path, tmp_path / "val", "cat\n")
+    assert result.returncode == 1 and not (tmp_path / "out").exists()
+    assert result.stderr.strip() == f"clipeval: error: {tmp_path / 'val'}: the dataset has no images"
+
+
+class Python2StylePickler(pickle._Pickler):
+    """Writes bytes as Python 2's str opcodes, as the CIFAR release (made with Python 2's cPickle) has them.
+
+    Python 3 would write bytes at protocol 2 as calls to _codecs.encode, which
+    the real files never contain.
+    """
+
+    dispatch = pickle._Pickler.dispatch.copy()
+
+    def save_bytes(self, obj):
+        if len(obj) < 256:
+            self.write(pickle.SHORT_BINSTRING + bytes([len(obj)]) + obj)
+        else:
+            self.write(pickle.BINSTRING + struct.pack("<i", len(obj)) + obj)
+        self.memoize(obj)
+
+    dispatch[bytes] = save_bytes
+
+
+def python2_pickle(obj) -> bytes:
+    buffer = io.BytesIO()
+    Python2StylePickler(buffer, protocol=2).dump(obj)
+    return buffer.getvalue()
+
+
+def write_cifar(directory, layout, pixels, labels, names):
+    """A batch and its meta file as the CIFAR python release has them (protocol 2, bytes keys)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    flat = pixels.transpose(0, 3, 1, 2).reshape(len(pixels), -1)
+    label_key, batch_name, meta_name, names_key = {
+        "cifar10": (b"labels", "test_batch", "batches.meta", b"label_names"),
+        "cifar100": (b"fine_labels", "test", "meta", b"fine_label_names"),
+    }[layout]
+    batch = {b"batch_label": b"testing batch 1 of 1", label_key: labels, b"data": flat,
+             b"filenames": [f"img_{i}.png".encode() for i in range(len(labels))]}
+    if layout == "cifar100":
+        batch[b"coarse_labels"] = [0] * len(labels)
+    (directory / batch_name).write_bytes(python2_pickle(batch))
+    (directory / meta_name).write_bytes(python2_pickle({names_key: [n.encode() for n in names]}))
+    return directory / batch_name
+
+
+@pytest.mark.parametrize("layout", ["cifar10", "cifar100"])
+def test_cifar_batches_round_trip_pixels_labels_and_names(tmp_path, layout):
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, size=(7, 32, 32, 3), dtype=np.uint8)
+    labels = [0, 2, 1, 1, 0, 2, 2]
+    batch = write_cifar(tmp_path / "src", layout, pixels, labels, ["apple", "aquarium_fish", "bear"])
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = run_cli("import-cifar", "--batch", batch, "--templates", tmp_path / "templates.txt",
+                     "--first-image-id", 10, "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    store = ImageStore(tmp_path / "out/images.lmdb")
+    assert store.image_ids().tolist() == list(range(10, 17))
+    for index in range(7):
+        decoded = np.asarray(Image.open(io.BytesIO(store.encoded_bytes(10 + index))))
+        assert np.array_equal(decoded, pixels[index])
+    assert [row["label"] for row in read_lines(tmp_path / "out/labels.jsonl")] == labels
+    classes = json.loads((tmp_path / "out/classes.json").read_text())
+    assert classes["classnames"] == ["apple", "aquarium fish", "bear"]
+    assert json.loads((tmp_path / "out/meta.json").read_text())["source"]["layout"] == layout
+
+
+class RunsCode:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_pickle_that_would_run_code_is_refused_unrun(tmp_path):
+    marker = tmp_path / "pwned"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/test_batch").write_bytes(python2_pickle({b"labels": [0], b"data": RunsCode(marker)}))
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = run_cli("import-cifar", "--batch", tmp_path / "src/test_batch", "--templates", tmp_path / "templates.txt",
+                     "--out", tmp_path / "out")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (f"clipeval: error: {tmp_path / 'src/test_batch'}: refusing to load io.open:"
+                                     " a dataset pickle may hold plain data only")
+    assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+def test_truncated_cifar_batch_and_bad_labels(tmp_path):
+    pixels = np.zeros((2, 32, 32, 3), dtype=np.uint8)
+    batch = write_cifar(tmp_path / "src", "cifar10", pixels, [0, 5], ["a", "b"])
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = run_cli("import-cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
+    assert result.stderr.strip() == f"clipeval: error: {batch}: image 1 has label 5, not a class index below 2"
+    batch.write_bytes(batch.read_bytes()[:100])
+    result = run_cli("import-cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
+    assert result.returncode == 1 and result.stderr.startswith(f"clipeval: error: {batch}: not a readable CIFAR pickle (")
+    assert not (tmp_path / "out").exists()
