@@ -4,6 +4,7 @@ and asserts the exact jobs Snakemake plans, then that it runs exactly those."""
 import base64
 import json
 import os
+import shutil
 
 import pytest
 
@@ -101,6 +102,19 @@ def touch_without_change(workdir):
         os.utime(workdir / path)
 
 
+def add_features_model(workdir):
+    """A model given as feature files (here, copies of tiny's), as Chinese-CLIP's extract_features.py writes them."""
+    features = {}
+    for dataset in ("shapes-test", "cn-test"):
+        features[dataset] = {}
+        for side in ("images", "texts"):
+            target = workdir / f"precomputed/{dataset}/{side}.jsonl"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(workdir / f"results/features/tiny/{dataset}/{side}.jsonl", target)
+            features[dataset][side] = str(target.relative_to(workdir))
+    edit_config(workdir, lambda c: c["models"].update(given={"features": features}))
+
+
 def config_change(change):
     return lambda workdir: edit_config(workdir, change)
 
@@ -116,8 +130,12 @@ MATRIX = {
     "metrics.allow_queries_without_positive": (
         config_change(lambda c: c["metrics"].update(allow_queries_without_positive=True)),
         {"score_retrieval": 2, **FINISH}),
+    "metrics.bootstrap": (config_change(lambda c: c["metrics"].update(bootstrap=200)), {"score_retrieval": 2, **FINISH}),
     "new model": (config_change(lambda c: c["models"].update(
-        copy={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"})), REEXTRACT_BOTH),
+        copy={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"})),
+        plus(REEXTRACT_BOTH, {"compare_models": 2})),
+    "new precomputed-features model": (add_features_model, {"describe_features_model": 1, "knn": 4, "score_retrieval": 2,
+                                                            "compare_models": 2, **FINISH}),
     "new dataset": (config_change(lambda c: c["datasets"].update(
         val={"format": "shapes", "task": "retrieval", "num_images": 30, "seed": 7, "first_image_id": 300000})),
         plus({"prepare_shapes": 1}, EVALUATE_ONE_PAIR, FINISH)),
@@ -310,3 +328,18 @@ def test_a_second_experiment_takes_features_from_the_shared_cache(tmp_path):
     assert all(not log.exists() or log.stat().st_size == 0 for log in extraction_logs)
     for name in ("summary.csv", "scores/tiny/cn-test/retrieval.json"):
         assert (second / "results" / name).read_bytes() == (first / "results" / name).read_bytes()
+
+
+def test_a_precomputed_features_model_scores_like_the_model_that_made_them(baseline, tmp_path):
+    workdir = copy_experiment(baseline, tmp_path / "experiment")
+    add_features_model(workdir)
+    run_jobs(workdir)
+    for dataset in ("shapes-test", "cn-test"):
+        scores = [json.loads((workdir / f"results/scores/{model}/{dataset}/retrieval.json").read_text())
+                  for model in ("tiny", "given")]
+        assert [{k: v for k, v in s.items() if k != "provenance"} for s in scores][0] == \
+            {k: v for k, v in scores[1].items() if k != "provenance"}
+        assert scores[1]["provenance"]["model"]["features"] == {
+            f"precomputed/{d}/{side}.jsonl": scores[1]["provenance"]["model"]["features"][f"precomputed/{d}/{side}.jsonl"]
+            for d in ("cn-test", "shapes-test") for side in ("images", "texts")}
+    assert not (workdir / "results/features/given").exists()

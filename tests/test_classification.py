@@ -116,3 +116,27 @@ def test_cli_chain(tmp_path, tiny_checkpoint):
     assert [c["class_id"] for c in classes] == list(range(6))
     assert np.allclose(np.linalg.norm([c["feature"] for c in classes], axis=1), 1, atol=1e-5)
     assert sum(map(sum, metrics["confusion_matrix"])) == 24
+
+
+def test_classification_intervals_and_paired_comparison():
+    from clipeval.classification import score_classification
+    from clipeval.comparison import compare_models
+
+    rng = np.random.default_rng(0)
+    classes = rng.normal(size=(8, 16)).astype(np.float32)
+    labels = rng.integers(0, 8, size=400)
+    image_ids = np.arange(400) + 1000
+    names = [f"class {i}" for i in range(8)]
+    sharp = (classes[labels] + rng.normal(scale=1.0, size=(400, 16))).astype(np.float32)
+    blurred = (sharp + rng.normal(scale=1.5, size=(400, 16))).astype(np.float32)
+    first, first_ranks = score_classification(image_ids, sharp, classes, labels, names, 300, 0)
+    second, second_ranks = score_classification(image_ids, blurred, classes, labels, names, 300, 0)
+    for metrics in (first, second):
+        for name in ("top1", "top5", "mean_per_class_recall"):
+            low, high = metrics["intervals"][name]
+            assert low <= metrics[name] <= high
+    assert first_ranks["ranks"].count(1) == round(first["top1"] * 4)
+    comparison = compare_models(("sharp", "blurred"), first_ranks, second_ranks, "b.json", 300, 0)
+    assert comparison["difference"]["top1"] == pytest.approx(first["top1"] - second["top1"])
+    low, high = comparison["intervals"]["top1"]
+    assert 0 < low <= comparison["difference"]["top1"] <= high

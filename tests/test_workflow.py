@@ -1,6 +1,7 @@
 """The whole workflow through the real Snakemake, in a temporary copy of the repository."""
 
 import base64
+import csv
 import json
 import shutil
 
@@ -60,11 +61,15 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "results/predictions/tiny-shapes/shapes-test/t2i.jsonl",
         "results/predictions/tiny-shapes/shapes-test/i2t.jsonl",
         "results/scores/tiny-shapes/shapes-test/retrieval.json",
+        "results/scores/tiny-shapes/shapes-test/retrieval-ranks.json",
         "results/datasets/shapes-classes/labels.jsonl",
         "results/datasets/shapes-classes/classes.json",
         "results/features/tiny-shapes/shapes-classes/classes.jsonl",
         "results/scores/tiny-shapes/shapes-classes/classification.json",
+        "results/scores/tiny-shapes/shapes-classes/classification-ranks.json",
         "results/summary.md",
+        "results/averages.csv",
+        "results/comparisons.csv",
         "logs/prepare/shapes-test.log",
         "logs/train/tiny-shapes.log",
         "logs/extract/tiny-shapes/shapes-test/texts.log",
@@ -77,8 +82,12 @@ def test_default_workflow_writes_the_documented_paths(default_run):
     assert [p for p in expected if not (default_run / p).exists()] == []
     assert not (default_run / "results/features/tiny-shapes/shapes-train").exists()
     metrics = json.loads((default_run / "results/scores/tiny-shapes/shapes-test/retrieval.json").read_text())
-    assert set(metrics) == {"task", "t2i", "i2t", "rsum", "mean_recall", "counts", "provenance"}
-    assert metrics["task"] == "retrieval"
+    assert set(metrics) == {"task", "protocol", "t2i", "i2t", "rsum", "mean_recall", "intervals", "bootstrap",
+                            "counts", "provenance"}
+    assert metrics["task"] == "retrieval" and metrics["protocol"] == "full"
+    assert metrics["bootstrap"]["replicates"] == 1000 and metrics["counts"]["predictions_per_query"] == 10
+    low, high = metrics["intervals"]["t2i"]["median_rank"]
+    assert low <= metrics["t2i"]["median_rank"] <= high
     assert metrics["provenance"]["config"]["model"]["train"]["dataset"] == "shapes-train"
 
 
@@ -122,7 +131,8 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     # its retrieval jobs on shapes-test and its classification jobs on shapes-classes
     assert planned_jobs(workdir) == {"describe_model": 1, "extract_text_features": 1, "extract_image_shard": 2,
                                      "gather_image_features": 2, "knn": 2, "score_retrieval": 1,
-                                     "encode_classes": 1, "score_classification": 1, "summary": 1, "all": 1}
+                                     "encode_classes": 1, "score_classification": 1, "compare_models": 2,
+                                     "summary": 1, "all": 1}
 
     write_cnclip_files(workdir, workdir / "results/datasets/shapes-test")
     config["datasets"]["flickr-like"] = {"format": "cnclip", "task": "retrieval",
@@ -132,7 +142,7 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     assert planned_jobs(workdir) == {"prepare_cnclip": 1, "describe_model": 1, "extract_text_features": 3,
                                      "extract_image_shard": 4, "gather_image_features": 4, "knn": 6,
                                      "score_retrieval": 3, "encode_classes": 1, "score_classification": 1,
-                                     "summary": 1, "all": 1}
+                                     "compare_models": 3, "summary": 1, "all": 1}
 
     result = snakemake(workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -143,6 +153,10 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     for first, second in zip(rows[:3], rows[3:]):
         assert {k: v for k, v in first.items() if k != "model"} == {k: v for k, v in second.items() if k != "model"}
     assert int(rows[2]["images"]) == 40
+    differences = list(csv.DictReader(open(workdir / "results/comparisons.csv")))
+    assert {(r["dataset"], r["first"], r["second"]) for r in differences} == {
+        (d, "tiny-shapes", "tiny-copy") for d in datasets}
+    assert {r["difference"] for r in differences if r["difference"]} == {"0.0"}
 
 
 def test_evaluate_picks_pairs(tmp_path):
@@ -168,6 +182,12 @@ def test_evaluate_picks_pairs(tmp_path):
         (lambda c: c.update(knn={"top_k": 5}),
          "config error: knn.top_k is 5, but R@10 needs at least 10 predictions (Rsum always uses R@10)"),
         (lambda c: c["models"].update(bad={"arch": "ViT-B-32"}), "bad"),
+        (lambda c: c["models"].update(given={"features": {"nowhere": {"images": "i.jsonl", "texts": "t.jsonl"}}}),
+         "config error: unknown dataset 'nowhere' (known: shapes-train, shapes-test, shapes-classes)"),
+        (lambda c: c["models"].update(given={"features": {"shapes-test": {"images": "i.jsonl"}}}),
+         "config error: model 'given': features for retrieval dataset 'shapes-test' need 'texts'"),
+        (lambda c: c["models"].update(given={"features": {"shapes-train": {"images": "i.jsonl"}}}),
+         "config error: model 'given' has features for dataset 'shapes-train', which is not evaluated"),
     ],
 )
 def test_config_errors_are_reported(tmp_path, change, message):

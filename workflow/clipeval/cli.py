@@ -316,16 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
     folder = commands.add_parser("import-imagefolder", help="import class folders + class names + templates (classification)")
     folder.add_argument("--images", type=Path, required=True, help="one folder per class")
     folder.add_argument("--classnames", type=Path, required=True, help="a class per line: 'folder<TAB>name' or 'name'")
-    folder.add_argument("--templates", type=Path, required=True, help="a prompt template per line, with {} for the name")
-    folder.add_argument("--first-image-id", type=int, default=0)
-    folder.add_argument("--out", type=Path, required=True)
+    _add_labelled_import_options(folder)
     folder.set_defaults(handler=_import_imagefolder)
 
     cifar = commands.add_parser("import-cifar", help="import a CIFAR-10/100 python batch (classification)")
     cifar.add_argument("--batch", type=Path, required=True, help="cifar-10-batches-py/test_batch or cifar-100-python/test")
-    cifar.add_argument("--templates", type=Path, required=True, help="a prompt template per line, with {} for the name")
-    cifar.add_argument("--first-image-id", type=int, default=0)
-    cifar.add_argument("--out", type=Path, required=True)
+    _add_labelled_import_options(cifar)
     cifar.set_defaults(handler=_import_cifar)
 
     train = commands.add_parser("train", help="train a CLIP from scratch on a prepared dataset")
@@ -448,6 +444,12 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--comparisons", type=Path, required=True)
     summary.set_defaults(handler=_summarize)
     return parser
+
+
+def _add_labelled_import_options(parser):
+    parser.add_argument("--templates", type=Path, required=True, help="a prompt template per line, with {} for the name")
+    parser.add_argument("--first-image-id", type=int, default=0, help="ids count up from here in file order")
+    parser.add_argument("--out", type=Path, required=True)
 
 
 def _count(text) -> int:
