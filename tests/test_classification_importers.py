@@ -96,6 +96,13 @@ def test_imagefolder_bad_images_and_templates(tmp_path, folders):
     assert result.stderr.strip() == f"clipeval: error: {tmp_path / 'templates.txt'}:2: template 'a photo' has no {{}} for the class name"
 
 
+def test_imagefolder_refuses_a_folder_inside_a_class_folder(tmp_path, folders):
+    (folders / "cat/more").mkdir()
+    result = import_folder(tmp_path, folders, "cat\ndog\n")
+    assert result.returncode == 1 and not (tmp_path / "out").exists()
+    assert result.stderr.strip() == f"clipeval: error: {folders / 'cat/more'}: a class folder holds images only, not folders"
+
+
 def test_imagefolder_without_images_is_an_empty_dataset(tmp_path):
     (tmp_path / "val/cat").mkdir(parents=True)
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")

@@ -150,10 +150,14 @@ def test_extract_with_missing_checkpoint(chain, tmp_path):
                           tmp_path / "i.jsonl")
 
 
+def knn_cli(image_feats, text_feats, output):
+    return run_cli("make-topk-predictions", "--image-feats", image_feats, "--text-feats", text_feats,
+                   "--direction", "t2i", "--output", output)
+
+
 def test_knn_with_mismatched_dimensions(chain, tmp_path):
     (tmp_path / "t.jsonl").write_text('{"text_id": 1, "feature": [1.0, 0.0]}\n')
-    result = run_cli("make-topk-predictions", "--image-feats", chain / "feats/images.jsonl", "--text-feats",
-                     tmp_path / "t.jsonl", "--direction", "t2i", "--output", tmp_path / "p.jsonl")
+    result = knn_cli(chain / "feats/images.jsonl", tmp_path / "t.jsonl", tmp_path / "p.jsonl")
     assert_one_line_error(result, f"{chain / 'feats/images.jsonl'} has 64-dimensional features but {tmp_path / 't.jsonl'} has 2",
                           tmp_path / "p.jsonl")
 
@@ -230,6 +234,20 @@ def test_paired_comparison_needs_the_same_queries(chain, tmp_path):
                           " a paired comparison needs the same queries", tmp_path / "c.json")
 
 
+def test_compare_models_refuses_a_file_that_is_not_a_ranks_record(chain, tmp_path):
+    result = run_cli("compare-models", chain / "scores/retrieval-ranks.json", chain / "scores/retrieval.json",
+                     "--names", "a", "b", "--dataset", "small", "--output", tmp_path / "c.json")
+    assert_one_line_error(result, f"{chain / 'scores/retrieval.json'}: not a ranks record (score-retrieval and"
+                          " score-classification write one with --ranks-output)", tmp_path / "c.json")
+
+
+def test_folds_protocol_cannot_check_full_gallery_predictions(chain, tmp_path):
+    result = score_cli(chain, tmp_path, "--protocol", "folds-1k", "--t2i", chain / "pred/t2i.jsonl",
+                       "--i2t", chain / "pred/i2t.jsonl")
+    assert_one_line_error(result, "--t2i/--i2t rank over the whole gallery; protocol folds-1k ranks within folds,"
+                          " so they cannot be checked: leave them out", tmp_path / "s.json", tmp_path / "ranks.json")
+
+
 def test_folds_protocol_needs_whole_folds(chain, tmp_path):
     result = score_cli(chain, tmp_path, "--protocol", "folds-1k")
     assert_one_line_error(result, f"{chain / 'feats/images.jsonl'}: protocol folds-1k needs a multiple of 1000 images,"
@@ -301,8 +319,7 @@ def test_train_subcommand(tmp_path, shapes_dataset):
 
 def test_bad_json_inputs_are_one_line_errors(chain, tmp_path):
     (tmp_path / "nested.jsonl").write_text('{"image_id": 1, "feature": [[1], [2]]}\n')
-    result = run_cli("make-topk-predictions", "--image-feats", tmp_path / "nested.jsonl", "--text-feats",
-                     chain / "feats/texts.jsonl", "--direction", "t2i", "--output", tmp_path / "p.jsonl")
+    result = knn_cli(tmp_path / "nested.jsonl", chain / "feats/texts.jsonl", tmp_path / "p.jsonl")
     assert_one_line_error(result, f"{tmp_path / 'nested.jsonl'}: feature values must be flat lists of numbers",
                           tmp_path / "p.jsonl")
     (tmp_path / "classes.json").write_text('["circle"]')

@@ -237,6 +237,9 @@ def _score_retrieval(args):
 
     if bool(args.t2i) != bool(args.i2t):
         raise ClipevalError("give both --t2i and --i2t, or neither")
+    if args.t2i and args.protocol != "full":
+        raise ClipevalError(f"--t2i/--i2t rank over the whole gallery; protocol {args.protocol} ranks within folds,"
+                            " so they cannot be checked: leave them out")
     captions = load_captions(args.texts)
     images = FeatureSet(args.image_feats, *read_features(args.image_feats, "image_id"))
     texts = FeatureSet(args.text_feats, *read_features(args.text_feats, "text_id"))
@@ -253,11 +256,11 @@ def _score_retrieval(args):
 
 
 def _compare_models(args):
-    from .comparison import compare_models
-    from .jsonl import read_json, write_json
+    from .comparison import compare_models, read_ranks_record
+    from .jsonl import write_json
 
-    result = compare_models(args.names, read_json(args.first), read_json(args.second), args.second,
-                            args.bootstrap, args.seed)
+    first, second = (read_ranks_record(path) for path in (args.first, args.second))
+    result = compare_models(args.names, first, second, args.second, args.bootstrap, args.seed)
     write_json(args.output, {**result, "dataset": args.dataset})
     print(f"{args.names[0]} − {args.names[1]} on {args.dataset}: {result['difference']}")
 
@@ -366,11 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--class-feats", type=Path, required=True)
     classify.add_argument("--labels", type=Path, required=True, help="labels.jsonl")
     classify.add_argument("--classes", type=Path, required=True, help="classes.json")
-    classify.add_argument("--dataset-meta", type=Path)
-    classify.add_argument("--model-meta", type=Path)
-    classify.add_argument("--config", help="JSON of the config that produced this result, for provenance")
-    _add_interval_options(classify)
-    classify.add_argument("--output", type=Path, required=True)
+    _add_score_output_options(classify)
     classify.set_defaults(handler=_score_classification)
 
     gather = commands.add_parser("gather-features", help="concatenate feature shards in order")
@@ -410,11 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--protocol", choices=("full", "folds-1k"), default="full")
     score.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
     score.add_argument("--allow-queries-without-positive", action="store_true")
-    score.add_argument("--dataset-meta", type=Path)
-    score.add_argument("--model-meta", type=Path, help="the describe-model output")
-    score.add_argument("--config", help="JSON of the config that produced this result, for provenance")
-    _add_interval_options(score)
-    score.add_argument("--output", type=Path, required=True)
+    _add_score_output_options(score)
     score.set_defaults(handler=_score_retrieval)
 
     compare = commands.add_parser("compare-models", help="paired differences of two models' metrics on one dataset")
@@ -459,10 +454,15 @@ def _count(text) -> int:
     return value
 
 
-def _add_interval_options(parser):
+def _add_score_output_options(parser):
+    """What both score commands share: provenance inputs, intervals, and their two outputs."""
+    parser.add_argument("--dataset-meta", type=Path, help="the dataset's meta.json")
+    parser.add_argument("--model-meta", type=Path, help="the describe-model output")
+    parser.add_argument("--config", help="JSON of the config that produced this result, for provenance")
     parser.add_argument("--bootstrap", type=_count, default=0, help="bootstrap replicates for 95%% intervals; 0: none")
     parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
     parser.add_argument("--ranks-output", type=Path, help="per-query ranks, for paired comparisons")
+    parser.add_argument("--output", type=Path, required=True)
 
 
 def main(argv=None) -> int:

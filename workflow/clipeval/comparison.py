@@ -11,7 +11,24 @@ import numpy as np
 from .bootstrap import bootstrap_record, difference, percentile_intervals
 from .classification import class_samples, classification_statistic
 from .errors import ClipevalError
+from .jsonl import read_json
 from .retrieval_ranks import QUERY_AND_ITEM, rank_samples, retrieval_statistic
+
+
+RECORD_KEYS = {
+    "retrieval": ("protocol", "folds", "recall_at", "t2i", "i2t"),
+    "classification": ("num_classes", "image_ids", "labels", "ranks"),
+}
+
+
+def read_ranks_record(path) -> dict:
+    """A ranks record as the score commands write it (--ranks-output), or a one-line error."""
+    record = read_json(path)
+    keys = RECORD_KEYS.get(record.get("task"))
+    if keys is None or any(key not in record for key in keys):
+        raise ClipevalError(f"{path}: not a ranks record (score-retrieval and score-classification write one"
+                            " with --ranks-output)")
+    return record
 
 
 def _require_same(first, second, second_path, keys, what):

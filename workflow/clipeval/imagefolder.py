@@ -5,8 +5,9 @@ The class-names file has one class per line, in class-index order, either
 folders of the same name; when no name is a folder name (ImageNet's wnid
 folders), the names pair with the folders in sorted order, as torchvision's
 ImageFolder does, and only their counts can be checked. Images are every
-non-hidden file in a class folder, ordered by class index then file name;
-ids count up from first_image_id in that order.
+non-hidden file in a class folder (a folder inside one is an error),
+ordered by class index then file name; ids count up from first_image_id in
+that order.
 """
 
 from pathlib import Path
@@ -82,7 +83,11 @@ def image_files(folders: list[Path], first_image_id: int) -> tuple[list[tuple[in
     """([(image_id, file)], [(image_id, label)]) over the class folders in order."""
     files, labels = [], []
     for label, folder in enumerate(folders):
-        for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
+        entries = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+        nested = [p for p in entries if not p.is_file()]
+        if nested:
+            raise ClipevalError(f"{nested[0]}: a class folder holds images only, not folders")
+        for path in entries:
             image_id = first_image_id + len(files)
             files.append((image_id, path))
             labels.append((image_id, label))
