@@ -1,0 +1,74 @@
+"""The import graph behind the code fingerprints, on a package written for the test."""
+
+import textwrap
+
+from clipeval.codegraph import CodeGraph, command_entry_modules
+
+FILES = {
+    "__init__.py": "",
+    "__main__.py": "from .cli import main\n",
+    "cli.py": "from . import commands\nfrom .errors import Oops\n",
+    "errors.py": "class Oops(Exception):\n    pass\n",
+    "commands/__init__.py": "",
+    "commands/alpha.py": """
+        from ._shared import option
+
+        def run():
+            from ..deep import (
+                one,
+                two,
+            )
+            import clipeval.absolute
+        """,
+    "commands/_shared.py": "import os\nfrom .. import sibling\n",
+    "commands/beta.py": "from clipeval.models import tower\n",
+    "deep.py": "from .leaf import x\none = two = 1\n",
+    "leaf.py": "import numpy\nx = 1\n",
+    "absolute.py": "",
+    "sibling.py": "",
+    "unused.py": "from .leaf import x\n",
+    "models/__init__.py": "",
+    "models/tower.py": "from ..errors import Oops\n",
+}
+
+
+def write_package(root):
+    package = root / "clipeval"
+    for name, text in FILES.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return package
+
+
+def test_every_import_form_is_followed(tmp_path):
+    graph = CodeGraph(write_package(tmp_path))
+    assert graph.closure(command_entry_modules("alpha")) == [
+        "clipeval", "clipeval.__main__", "clipeval.absolute", "clipeval.cli", "clipeval.commands",
+        "clipeval.commands._shared", "clipeval.commands.alpha", "clipeval.deep", "clipeval.errors", "clipeval.leaf",
+        "clipeval.sibling",
+    ]
+    assert graph.closure(command_entry_modules("beta")) == [
+        "clipeval", "clipeval.__main__", "clipeval.cli", "clipeval.commands", "clipeval.commands.beta",
+        "clipeval.errors", "clipeval.models", "clipeval.models.tower",
+    ]
+
+
+def test_the_digest_changes_with_exactly_the_code_a_command_runs(tmp_path):
+    package = write_package(tmp_path)
+    graph = CodeGraph(package)
+    before = {command: graph.digest(command_entry_modules(command)) for command in ("alpha", "beta")}
+
+    def changed_after(edit):
+        edit()
+        after = {command: graph.digest(command_entry_modules(command)) for command in before}
+        changed = {command for command in before if after[command] != before[command]}
+        before.update(after)
+        return changed
+
+    assert changed_after(lambda: (package / "leaf.py").write_text("import numpy\nx = 2\n")) == {"alpha"}
+    assert changed_after(lambda: (package / "models/tower.py").write_text("# edited\n")) == {"beta"}
+    assert changed_after(lambda: (package / "unused.py").write_text("# edited\n")) == set()
+    assert changed_after(lambda: (package / "commands/gamma.py").write_text("x = 1\n")) == set()
+    assert changed_after(lambda: (package / "errors.py").write_text("class Oops(Exception):\n    '''x'''\n")) == \
+        {"alpha", "beta"}

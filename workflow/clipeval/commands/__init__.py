@@ -1,0 +1,6 @@
+"""One module per `clipeval` subcommand, named after it (`extract-features` -> extract_features.py).
+
+Each module has HELP, add_arguments(parser) and run(args), and imports what
+its command needs inside run(): the CLI loads only the module of the command
+it runs, and the numerics pin must come before torch is imported.
+"""

@@ -1,0 +1,22 @@
+from pathlib import Path
+
+HELP = "identify a precomputed-features model for provenance"
+
+
+def add_arguments(parser):
+    parser.add_argument("files", type=Path, nargs="+")
+    parser.add_argument("--output", type=Path, required=True)
+
+
+def run(args):
+    from ..errors import ClipevalError
+    from ..jsonl import write_json
+    from ..provenance import file_sha256, library_versions
+
+    for path in args.files:
+        if not path.is_file():
+            raise ClipevalError(f"{path}: feature file not found")
+    write_json(args.output, {
+        "features": {str(path): "sha256:" + file_sha256(path) for path in args.files},
+        "versions": library_versions(),
+    })

@@ -1,0 +1,22 @@
+from pathlib import Path
+
+HELP = "Chinese-CLIP compatible recall of one prediction file"
+
+
+def add_arguments(parser):
+    parser.add_argument("ground_truth", type=Path, help="texts jsonl (t2i), or its image_id/text_ids form (i2t)")
+    parser.add_argument("predictions", type=Path)
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--direction", choices=("t2i", "i2t"), default="t2i")
+    parser.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
+
+
+def run(args):
+    from ..evaluate import evaluate, load_ground_truth
+    from ..jsonl import write_json
+    from ..predictions import load_predictions
+
+    result = evaluate(load_ground_truth(args.ground_truth, args.direction),
+                      load_predictions(args.predictions, args.direction), args.recall_at)
+    write_json(args.output, result)
+    print(f"{args.direction}: {result['scoreJson']}")

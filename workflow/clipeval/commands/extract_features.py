@@ -1,0 +1,53 @@
+from pathlib import Path
+
+from ..numerics import add_options as add_numerics_options, pin
+from ._options import add_compute_options, add_model_options
+
+HELP = "encode a dataset's images and/or captions"
+
+
+def add_arguments(parser):
+    add_model_options(parser)
+    parser.add_argument("--images", type=Path, help="image LMDB directory")
+    parser.add_argument("--texts", type=Path, help="texts.jsonl")
+    parser.add_argument("--image-output", type=Path)
+    parser.add_argument("--text-output", type=Path)
+    parser.add_argument("--shard-size", type=int, default=0, help="images per shard; 0 (default): one shard")
+    parser.add_argument("--shard-index", type=int, default=0)
+    add_compute_options(parser, workers=True)
+    add_numerics_options(parser)
+
+
+def run(args):
+    pin(args.numerics, args.threads)  # before anything imports torch
+    from ..captions import load_captions
+    from ..errors import ClipevalError
+    from ..extract import iter_image_features, iter_text_features
+    from ..features import write_feature_batches
+    from ..imagestore import ImageStore
+    from ..jsonl import parse_json_option
+    from ..model import build_model, resolve_device
+    from ..sharding import shard_bounds
+
+    if not (args.image_output or args.text_output):
+        raise ClipevalError("nothing to do: give --image-output, --text-output or both")
+    if args.image_output and not args.images:
+        raise ClipevalError("--image-output needs --images")
+    if args.text_output and not args.texts:
+        raise ClipevalError("--text-output needs --texts")
+    device = resolve_device(args.device)
+    captions = load_captions(args.texts) if args.text_output else None
+    store = ImageStore(args.images) if args.image_output else None
+    image_ids = store.image_ids() if store else None
+    start, stop = shard_bounds(len(image_ids), args.shard_index, args.shard_size) if store else (0, 0)
+    model, transform, tokenizer = build_model(
+        args.arch, args.pretrained, device=device, preprocess=parse_json_option(args.preprocess, "--preprocess")
+    )
+    speed = {"batch_size": args.batch_size, "device": device, "precision": args.precision}
+    if store:
+        batches = iter_image_features(model, transform, store, image_ids, start=start, stop=stop,
+                                      num_workers=args.num_workers, **speed)
+        write_feature_batches(args.image_output, "image_id", batches)
+    if captions:
+        batches = iter_text_features(model, tokenizer, captions.text_ids, captions.texts, **speed)
+        write_feature_batches(args.text_output, "text_id", batches)

@@ -1,0 +1,16 @@
+from pathlib import Path
+
+HELP = "import Chinese-CLIP *_imgs.tsv (or image LMDB) + *_texts.jsonl"
+
+
+def add_arguments(parser):
+    parser.add_argument("--images", type=Path, required=True)
+    parser.add_argument("--texts", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+
+
+def run(args):
+    from ..cnclip import import_cnclip
+    from ._options import report_import
+
+    report_import(import_cnclip(args.images, args.texts, args.out), args.out)

@@ -1,0 +1,23 @@
+from pathlib import Path
+
+HELP = "import a COCO captions file (captions_val2017.json …)"
+
+
+def add_arguments(parser):
+    parser.add_argument("--annotations", type=Path, required=True)
+    parser.add_argument("--images", type=Path, required=True, help="the image directory")
+    parser.add_argument("--image-ids", type=Path, help="keep only these image ids (one per line)")
+    parser.add_argument("--out", type=Path, required=True)
+
+
+def run(args):
+    from ..annotations import coco_captions, read_id_list
+    from ..dataset import write_dataset
+    from ..imagefiles import read_image_files
+    from ._options import report_import
+
+    only = read_id_list(args.image_ids) if args.image_ids else None
+    files, captions = coco_captions(args.annotations, args.images, only)
+    source = {"format": "coco", "annotations": str(args.annotations), "images": str(args.images),
+              "image_ids": str(args.image_ids) if args.image_ids else None}
+    report_import(write_dataset(args.out, read_image_files(files, args.annotations), captions, source), args.out)

@@ -1,0 +1,32 @@
+from pathlib import Path
+
+HELP = "exact inner-product top-k with FAISS"
+
+
+def add_arguments(parser):
+    parser.add_argument("--image-feats", type=Path, required=True)
+    parser.add_argument("--text-feats", type=Path, required=True)
+    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--direction", choices=("t2i", "i2t"), required=True)
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto")
+
+
+def run(args):
+    from ..features import check_same_dimension, read_features
+    from ..jsonl import write_jsonl
+    from ..knn import DIRECTIONS, FaissSearcher, prediction_rows, top_k
+
+    sides = {
+        "images": (args.image_feats, *read_features(args.image_feats, "image_id")),
+        "texts": (args.text_feats, *read_features(args.text_feats, "text_id")),
+    }
+    check_same_dimension(sides["images"][0], sides["images"][2], sides["texts"][0], sides["texts"][2])
+    query_side, gallery_side, _, _ = DIRECTIONS[args.direction]
+    _, query_ids, queries = sides[query_side]
+    _, gallery_ids, gallery = sides[gallery_side]
+    searcher = FaissSearcher(gallery, args.device)
+    ids, scores = top_k(queries, gallery, gallery_ids, args.top_k, searcher)
+    write_jsonl(args.output, prediction_rows(query_ids, ids, scores, args.direction))
+    where = "GPU" if searcher.uses_gpu else "CPU"
+    print(f"{args.direction}: top-{ids.shape[1]} for {len(query_ids)} queries over {len(gallery_ids)} items ({where})")

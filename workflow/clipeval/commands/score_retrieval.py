@@ -1,0 +1,46 @@
+from pathlib import Path
+
+from ._options import add_score_output_options
+
+HELP = "recall@K, ranks, Rsum and mean recall, both ways"
+
+
+def add_arguments(parser):
+    parser.add_argument("--texts", type=Path, required=True, help="texts.jsonl holding the ground truth")
+    parser.add_argument("--image-feats", type=Path, required=True)
+    parser.add_argument("--text-feats", type=Path, required=True)
+    parser.add_argument("--t2i", type=Path, help="top-k predictions to check against the features (full protocol)")
+    parser.add_argument("--i2t", type=Path)
+    parser.add_argument("--protocol", choices=("full", "folds-1k"), default="full")
+    parser.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
+    parser.add_argument("--allow-queries-without-positive", action="store_true")
+    add_score_output_options(parser)
+
+
+def run(args):
+    from ..captions import load_captions
+    from ..errors import ClipevalError
+    from ..features import check_same_dimension, read_features
+    from ..predictions import load_predictions
+    from ..provenance import result_provenance
+    from ..retrieval_ranks import FeatureSet, score_retrieval
+    from ._options import write_scores
+
+    if bool(args.t2i) != bool(args.i2t):
+        raise ClipevalError("give both --t2i and --i2t, or neither")
+    if args.t2i and args.protocol != "full":
+        raise ClipevalError(f"--t2i/--i2t rank over the whole gallery; protocol {args.protocol} ranks within folds,"
+                            " so they cannot be checked: leave them out")
+    captions = load_captions(args.texts)
+    images = FeatureSet(args.image_feats, *read_features(args.image_feats, "image_id"))
+    texts = FeatureSet(args.text_feats, *read_features(args.text_feats, "text_id"))
+    check_same_dimension(images.path, images.matrix, texts.path, texts.matrix)
+    predictions = {"t2i": load_predictions(args.t2i, "t2i"), "i2t": load_predictions(args.i2t, "i2t")} if args.t2i else None
+    metrics, record = score_retrieval(
+        captions, args.texts, images, texts, args.recall_at, protocol=args.protocol,
+        allow_without_positive=args.allow_queries_without_positive, predictions=predictions,
+        bootstrap=args.bootstrap, seed=args.seed,
+    )
+    metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
+    write_scores(args, metrics, record)
+    print(f"t2i {metrics['t2i']}  i2t {metrics['i2t']}  rsum {metrics['rsum']:.2f}")
