@@ -16,9 +16,8 @@ def tiny(tiny_checkpoint):
 
 def images_with(tiny, store, **options):
     model, preprocess, _ = tiny
-    settings = {"batch_size": 16, "num_workers": 0, "device": "cpu", "precision": "fp32",
-                **{k: v for k, v in options.items() if k != "ids"}}
-    return encode_images(model, preprocess, store, options.pop("ids", store.image_ids()), **settings)
+    settings = {"batch_size": 16, "num_workers": 0, "device": "cpu", "precision": "fp32", **options}
+    return encode_images(model, preprocess, store, store.image_ids(), **settings)
 
 
 def test_image_features_are_unit_rows_in_id_order_and_match_direct_encoding(tiny, shapes_dataset):
@@ -41,20 +40,32 @@ def test_parallel_workers_give_identical_features(tiny, shapes_dataset):
 
 
 def test_features_do_not_depend_on_how_the_images_are_split(tiny, shapes_dataset):
-    # Batches are padded to one shape, so neither shard nor batch boundaries
-    # reach the numbers: every split gives the same bits. (Matrix kernels
-    # round by batch shape; on this CPU only shapes 5-11 also round by row.)
+    # The model sees the same fixed blocks of the whole id list whatever the
+    # split and the loader batch, so every split gives the same bits.
     store, _ = open_dataset(shapes_dataset)
-    ids = store.image_ids()
     _, whole = images_with(tiny, store, batch_size=16)
-    pieces = [images_with(tiny, store, batch_size=16, ids=part)[1] for part in (ids[:3], ids[3:17], ids[17:])]
+    pieces = [images_with(tiny, store, batch_size=batch, start=start, stop=stop)[1]
+              for (start, stop), batch in zip([(0, 3), (3, 17), (17, 40)], (5, 64, 300))]
     assert np.array_equal(whole, np.concatenate(pieces))
 
 
+def test_forward_blocks_line_up_with_the_whole_list():
+    from clipeval.extract import forward_blocks
+
+    assert list(forward_blocks(0, 150, 150, 64)) == [0, 64, 128]
+    assert list(forward_blocks(50, 100, 150, 64)) == [0, 64]
+    assert list(forward_blocks(64, 128, 150, 64)) == [64]
+    assert list(forward_blocks(130, 150, 150, 64)) == [128]
+    assert list(forward_blocks(7, 7, 150, 64)) == []
+    with pytest.raises(ValueError):
+        forward_blocks(0, 151, 150, 64)
+
+
 def test_shards_are_consecutive_runs_of_ids():
-    from clipeval.sharding import shard_count, shard_of
+    from clipeval.sharding import shard_bounds, shard_count, shard_of
 
     ids = np.arange(10, 20)
+    assert [shard_bounds(10, i, 4) for i in range(3)] == [(0, 4), (4, 8), (8, 10)]
     assert [shard_of(ids, i, 4).tolist() for i in range(shard_count(10, 4))] == [[10, 11, 12, 13], [14, 15, 16, 17], [18, 19]]
     assert shard_of(ids, 0, 0).tolist() == ids.tolist()
     with pytest.raises(ClipevalError, match="shard 1 does not exist: without a shard size there is one shard"):

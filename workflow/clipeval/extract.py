@@ -45,13 +45,25 @@ def prepare_model_for_precision(model, precision: str, device: str):
     return model, torch.float32, contextlib.nullcontext
 
 
-def _padded(batch: torch.Tensor, size: int) -> torch.Tensor:
-    """Repeat the last row up to `size` rows.
+FORWARD_BLOCK = 64
 
-    Matrix kernels pick their code path by batch shape, and small shapes round
-    differently. Encoding every batch at one shape makes an item's features
-    independent of where batches and shards happen to split.
+
+def forward_blocks(start: int, stop: int, total: int, block: int = FORWARD_BLOCK) -> range:
+    """Positions where the blocks covering [start, stop) begin.
+
+    The model always sees the same blocks: block b holds positions
+    [b·block, (b+1)·block) of the whole ordered item list, the last one
+    padded. Kernels round by the shape of their input and by a row's place
+    in it, so an item computed in the same block at the same place gives the
+    same bits however shards and loader batches fall (docs/REPRODUCIBILITY.md).
     """
+    if not 0 <= start <= stop <= total:
+        raise ValueError(f"rows [{start}, {stop}) are not within {total} items")
+    return range(start // block * block, stop if stop > start else 0, block)
+
+
+def _padded(batch: torch.Tensor, size: int) -> torch.Tensor:
+    """Repeat the last row up to `size` rows (only the list's final block is short)."""
     missing = size - len(batch)
     if missing <= 0:
         return batch
@@ -69,34 +81,54 @@ def _check_finite(matrix: np.ndarray, ids: np.ndarray, what: str, precision: str
         raise ClipevalError(f"{what} {bad}: the model produced NaN or infinite features at precision {precision}")
 
 
-def iter_image_features(model, preprocess, store: ImageStore, image_ids, *, batch_size, num_workers, device, precision):
-    """Yield (ids, float32 unit rows) batch by batch, in the order of `image_ids`."""
+def _blocks_per_batch(batch_size: int) -> int:
+    return max(1, -(-batch_size // FORWARD_BLOCK))
+
+
+def iter_image_features(model, preprocess, store: ImageStore, image_ids, *, start=0, stop=None, batch_size,
+                        num_workers, device, precision):
+    """Yield (ids, float32 unit rows) for image_ids[start:stop], in order.
+
+    `image_ids` is the dataset's whole ascending id list, so that blocks line
+    up the same way for every shard. Blocks that straddle [start, stop) are
+    computed whole and trimmed.
+    """
+    stop = len(image_ids) if stop is None else stop
+    blocks = forward_blocks(start, stop, len(image_ids))
+    first, last = blocks.start, min(len(image_ids), blocks.start + len(blocks) * FORWARD_BLOCK)
     model, input_dtype, autocast = prepare_model_for_precision(model, precision, device)
     loader = torch.utils.data.DataLoader(
-        LmdbImages(store, image_ids, preprocess),
-        batch_size=batch_size,
+        LmdbImages(store, image_ids[first:last], preprocess),
+        batch_size=FORWARD_BLOCK * _blocks_per_batch(batch_size),
         num_workers=num_workers,
         shuffle=False,
         pin_memory=torch.device(device).type == "cuda",
     )
-    start = 0
+    position = first
     with torch.inference_mode(), autocast():
         for batch in tqdm(loader, desc="images", unit="batch", mininterval=5):
-            padded = _padded(batch, batch_size).to(device, dtype=input_dtype, non_blocking=True)
-            matrix = _normalised(model.encode_image(padded))[:len(batch)]
-            ids = image_ids[start:start + len(batch)]
-            _check_finite(matrix, ids, "image_id", precision)
-            start += len(batch)
-            yield ids, matrix
+            for block in batch.split(FORWARD_BLOCK):
+                padded = _padded(block, FORWARD_BLOCK).to(device, dtype=input_dtype, non_blocking=True)
+                matrix = _normalised(model.encode_image(padded))[:len(block)]
+                keep = slice(max(start - position, 0), min(stop - position, len(block)))
+                ids = image_ids[position:position + len(block)][keep]
+                position += len(block)
+                if len(ids):
+                    _check_finite(matrix[keep], ids, "image_id", precision)
+                    yield ids, matrix[keep]
 
 
 def iter_text_features(model, tokenizer, text_ids: np.ndarray, texts: list[str], *, batch_size, device, precision):
-    """Yield (ids, float32 unit rows) batch by batch, in file order."""
+    """Yield (ids, float32 unit rows) block by block, in file order.
+
+    Captions go through the model in the same fixed blocks as images, so
+    `batch_size` changes nothing here.
+    """
     model, _, autocast = prepare_model_for_precision(model, precision, device)
     with torch.inference_mode(), autocast():
-        for start in tqdm(range(0, len(texts), batch_size), desc="texts", unit="batch", mininterval=5):
-            tokens = tokenizer(texts[start:start + batch_size])
-            matrix = _normalised(model.encode_text(_padded(tokens, batch_size).to(device)))[:len(tokens)]
+        for start in tqdm(forward_blocks(0, len(texts), len(texts)), desc="texts", unit="block", mininterval=5):
+            tokens = tokenizer(texts[start:start + FORWARD_BLOCK])
+            matrix = _normalised(model.encode_text(_padded(tokens, FORWARD_BLOCK).to(device)))[:len(tokens)]
             ids = text_ids[start:start + len(tokens)]
             _check_finite(matrix, ids, "text_id", precision)
             yield ids, matrix

@@ -8,13 +8,19 @@ def shard_count(num_images: int, shard_size: int) -> int:
     return 1 if shard_size == 0 else max(1, -(-num_images // shard_size))
 
 
-def shard_of(image_ids, shard_index: int, shard_size: int):
-    """The ids of one shard: a consecutive run of the ascending ids."""
-    count = shard_count(len(image_ids), shard_size)
+def shard_bounds(num_images: int, shard_index: int, shard_size: int) -> tuple[int, int]:
+    """[start, stop) of one shard: a consecutive run of positions in the ascending ids."""
+    count = shard_count(num_images, shard_size)
     if not 0 <= shard_index < count:
-        layout = (f"{len(image_ids)} images make {count} shards of {shard_size}" if shard_size
+        layout = (f"{num_images} images make {count} shards of {shard_size}" if shard_size
                   else "without a shard size there is one shard")
         raise ClipevalError(f"shard {shard_index} does not exist: {layout}")
     if shard_size == 0:
-        return image_ids
-    return image_ids[shard_index * shard_size:(shard_index + 1) * shard_size]
+        return 0, num_images
+    return shard_index * shard_size, min(num_images, (shard_index + 1) * shard_size)
+
+
+def shard_of(image_ids, shard_index: int, shard_size: int):
+    """The ids of one shard."""
+    start, stop = shard_bounds(len(image_ids), shard_index, shard_size)
+    return image_ids[start:stop]

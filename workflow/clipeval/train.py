@@ -4,6 +4,7 @@ Used by the offline demo: it gives the evaluation stages a real checkpoint
 that `open_clip.create_model_and_transforms(arch, pretrained=path)` loads.
 """
 
+import io
 import math
 from pathlib import Path
 
@@ -87,6 +88,10 @@ def train_clip(arch, dataset_dir, output, epochs, batch_size, lr, seed, weight_d
     progress.close()
 
     model.eval()
+    # Saved through a buffer: torch names the archive's records after the file
+    # it writes, so the same weights saved under two names would differ in bytes.
+    buffer = io.BytesIO()
+    torch.save({"state_dict": model.state_dict(), "arch": arch, "epoch_losses": history}, buffer)
     with atomic_output(output) as temporary:
-        torch.save({"state_dict": model.state_dict(), "arch": arch, "epoch_losses": history}, temporary)
+        Path(temporary).write_bytes(buffer.getvalue())
     return history

@@ -1,0 +1,157 @@
+"""The same bits whatever the machine does: shards, batches, workers, threads, load and CPU type.
+
+Each factor is varied explicitly through the commands the workflow runs, so
+none of these tests depends on how busy or how new the machine is. Other
+CPUs are imitated by capping the instruction sets the libraries may use
+(what an older or other-vendor CPU would offer them).
+"""
+
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
+
+import pytest
+
+from conftest import run_cli
+
+# What other x86-64 CPUs would offer the libraries. MKL's dispatch by CPU is
+# imitated with MKL_ENABLE_INSTRUCTIONS; ATen's and oneDNN's by their caps.
+CPU_IMITATIONS = {
+    "an AVX2 CPU": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "MKL as on an SSE4 CPU": {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+    "MKL as on an AVX-512 CPU": {"MKL_ENABLE_INSTRUCTIONS": "AVX512"},
+}
+
+
+def cli(*args, env=None):
+    result = subprocess.run([sys.executable, "-m", "clipeval", *map(str, args)], capture_output=True, text=True,
+                            env={**os.environ, **(env or {})})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@contextmanager
+def busy_cores(count=2):
+    """Other processes competing for every core while the block runs."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repro")
+    # 150 images make three forward blocks, the last one short.
+    cli("make-shapes", "--num-images", 150, "--seed", 3, "--first-image-id", 7, "--out", root / "test")
+    cli("make-shapes", "--num-images", 96, "--seed", 4, "--out", root / "train")
+    return root
+
+
+def train(data, out, *extra, env=None):
+    cli("train", "--arch", "clipeval-tiny", "--dataset", data / "train", "--epochs", 1, "--batch-size", 32,
+        "--lr", 0.001, "--seed", 0, "--output", out, *extra, env=env)
+    return out.read_bytes()
+
+
+def extract_images(data, checkpoint, out, *extra, env=None):
+    cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, "--images", data / "test/images.lmdb",
+        "--image-output", out, *extra, env=env)
+    return out.read_bytes()
+
+
+def extract_texts(data, checkpoint, out, *extra, env=None):
+    cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, "--texts", data / "test/texts.jsonl",
+        "--text-output", out, *extra, env=env)
+    return out.read_bytes()
+
+
+def sharded_images(data, checkpoint, directory, shard_size, *extra):
+    """Extract in shards of `shard_size`, then gather, as the workflow does."""
+    shards = []
+    for index in range(-(-150 // shard_size)):
+        shards.append(directory / f"{index}.jsonl")
+        extract_images(data, checkpoint, shards[-1], "--shard-size", shard_size, "--shard-index", index, *extra)
+    cli("gather-features", *shards, "--output", directory / "images.jsonl")
+    return (directory / "images.jsonl").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def reference(small_data):
+    checkpoint = small_data / "reference.pt"
+    train(small_data, checkpoint)
+    return {
+        "checkpoint": checkpoint,
+        "images": extract_images(small_data, checkpoint, small_data / "images.jsonl"),
+        "texts": extract_texts(small_data, checkpoint, small_data / "texts.jsonl"),
+    }
+
+
+@pytest.mark.parametrize("shard_size, options", [
+    (50, ["--batch-size", "7", "--num-workers", "0"]),
+    (64, ["--batch-size", "300", "--num-workers", "3"]),
+    (100, ["--batch-size", "64", "--num-workers", "1", "--threads", "1"]),
+])
+def test_image_features_do_not_depend_on_shards_batches_or_workers(small_data, reference, tmp_path, shard_size, options):
+    assert sharded_images(small_data, reference["checkpoint"], tmp_path, shard_size, *options) == reference["images"]
+
+
+def test_features_do_not_depend_on_threads_or_load(small_data, reference, tmp_path):
+    one_thread = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    assert extract_images(small_data, reference["checkpoint"], tmp_path / "a.jsonl", "--threads", "1",
+                          env=one_thread) == reference["images"]
+    assert extract_texts(small_data, reference["checkpoint"], tmp_path / "b.jsonl", "--threads", "3",
+                         "--batch-size", "5", env={"OMP_NUM_THREADS": "3"}) == reference["texts"]
+    with busy_cores():
+        assert extract_images(small_data, reference["checkpoint"], tmp_path / "c.jsonl") == reference["images"]
+
+
+def test_training_does_not_depend_on_threads_or_load(small_data, reference, tmp_path):
+    expected = reference["checkpoint"].read_bytes()
+    assert train(small_data, tmp_path / "one.pt", "--threads", "1", env={"OMP_NUM_THREADS": "1"}) == expected
+    assert train(small_data, tmp_path / "four.pt", "--threads", "4", env={"OMP_NUM_THREADS": "4"}) == expected
+    with busy_cores():
+        assert train(small_data, tmp_path / "loaded.pt") == expected
+
+
+@pytest.mark.parametrize("machine", list(CPU_IMITATIONS))
+def test_other_cpus_train_and_extract_the_same_bits(small_data, reference, tmp_path, machine):
+    env = CPU_IMITATIONS[machine]
+    checkpoint = tmp_path / "checkpoint.pt"
+    assert train(small_data, checkpoint, env=env) == reference["checkpoint"].read_bytes()
+    assert extract_images(small_data, checkpoint, tmp_path / "images.jsonl", env=env) == reference["images"]
+    assert extract_texts(small_data, checkpoint, tmp_path / "texts.jsonl", env=env) == reference["texts"]
+
+
+def test_the_recorded_code_path_is_the_pinned_one(small_data, reference, tmp_path):
+    cli("describe-model", "--arch", "clipeval-tiny", "--pretrained", reference["checkpoint"],
+        "--output", tmp_path / "meta.json", env=CPU_IMITATIONS["an AVX2 CPU"])
+    import json
+
+    numerics = json.loads((tmp_path / "meta.json").read_text())["numerics"]
+    assert numerics == {"profile": "portable", "cpu_capability": "AVX2", "threads": 2, "MKL_CBWR": "COMPATIBLE",
+                        "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_DYNAMIC": "FALSE",
+                        "OMP_DYNAMIC": "FALSE"}
+
+
+@pytest.mark.parametrize("variable, value", [("ATEN_CPU_CAPABILITY", "default"), ("MKL_CBWR", "AUTO"),
+                                             ("ONEDNN_MAX_CPU_ISA", "SSE41")])
+def test_an_environment_that_would_change_the_code_path_is_refused(small_data, tmp_path, variable, value):
+    result = subprocess.run([sys.executable, "-m", "clipeval", "describe-model", "--arch", "clipeval-tiny",
+                             "--output", tmp_path / "meta.json"], capture_output=True, text=True,
+                            env={**os.environ, variable: value})
+    assert result.returncode == 1 and not (tmp_path / "meta.json").exists()
+    assert result.stderr.strip().splitlines() == [
+        f"clipeval: error: the environment sets {variable}={value}, but the portable numerics profile needs"
+        f" {variable}={dict(ATEN_CPU_CAPABILITY='avx2', MKL_CBWR='COMPATIBLE', ONEDNN_MAX_CPU_ISA='AVX2')[variable]}:"
+        " unset it, or set numerics: native"]
+
+
+def test_a_wrong_numerics_profile_is_refused(small_data, tmp_path):
+    result = run_cli("train", "--arch", "clipeval-tiny", "--dataset", small_data / "train", "--epochs", 1,
+                     "--batch-size", 32, "--lr", 0.001, "--seed", 0, "--output", tmp_path / "x.pt", "--numerics", "fast")
+    assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr
