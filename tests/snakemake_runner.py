@@ -45,6 +45,15 @@ def run_jobs(workdir, *args, env=None):
     return job_counts(result.stdout + result.stderr)
 
 
+def plus(*job_sets):
+    """{rule: count} summed over several job sets."""
+    total = {}
+    for jobs in job_sets:
+        for rule, count in jobs.items():
+            total[rule] = total.get(rule, 0) + count
+    return total
+
+
 def copy_workflow(destination):
     destination.mkdir(parents=True, exist_ok=True)
     for name in WORKFLOW_FILES:

@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from snakemake_runner import copy_experiment, copy_workflow, edit_config, planned_jobs, run_jobs
+from snakemake_runner import copy_experiment, copy_workflow, edit_config, planned_jobs, plus, run_jobs
+from sources import write_cnclip
 
 SMALL_CONFIG = {
     "datasets": {
@@ -32,31 +33,12 @@ def times(jobs, n):
     return {rule: count * n for rule, count in jobs.items()}
 
 
-def plus(*job_sets):
-    total = {}
-    for jobs in job_sets:
-        for rule, count in jobs.items():
-            total[rule] = total.get(rule, 0) + count
-    return total
-
-
 FINISH = {"summary": 1, "all": 1}
-
-
-def write_cnclip_sources(directory, seed=9, first_image_id=500000, num_images=40):
-    from clipeval.shapes import generate_shapes
-
-    directory.mkdir(exist_ok=True)
-    images, captions, _ = generate_shapes(num_images, seed, first_image_id)
-    (directory / "cn_imgs.tsv").write_text("".join(f"{i}\t{base64.b64encode(raw).decode()}\n" for i, raw in images))
-    (directory / "cn_texts.jsonl").write_text("".join(
-        json.dumps({"text_id": int(t), "text": x, "image_ids": ids.tolist()}) + "\n"
-        for t, x, ids in zip(captions.text_ids, captions.texts, captions.image_ids)))
 
 
 def small_experiment(directory):
     copy_workflow(directory)
-    write_cnclip_sources(directory / "sources")
+    write_cnclip(directory / "sources")
     edit_config(directory, lambda config: (config.clear(), config.update(json.loads(json.dumps(SMALL_CONFIG)))))
     return directory
 

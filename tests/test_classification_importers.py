@@ -2,8 +2,6 @@
 
 import io
 import json
-import pickle
-import struct
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ from PIL import Image
 
 from clipeval.imagestore import ImageStore
 from conftest import run_cli
+from sources import python2_pickle, write_cifar
 
 
 def png(colour, mode="RGB", size=(8, 6)):
@@ -109,48 +108,6 @@ def test_imagefolder_without_images_is_an_empty_dataset(tmp_path):
     result = import_folder(tmp_path, tmp_path / "val", "cat\n")
     assert result.returncode == 1 and not (tmp_path / "out").exists()
     assert result.stderr.strip() == f"clipeval: error: {tmp_path / 'val'}: the dataset has no images"
-
-
-class Python2StylePickler(pickle._Pickler):
-    """Writes bytes as Python 2's str opcodes, as the CIFAR release (made with Python 2's cPickle) has them.
-
-    Python 3 would write bytes at protocol 2 as calls to _codecs.encode, which
-    the real files never contain.
-    """
-
-    dispatch = pickle._Pickler.dispatch.copy()
-
-    def save_bytes(self, obj):
-        if len(obj) < 256:
-            self.write(pickle.SHORT_BINSTRING + bytes([len(obj)]) + obj)
-        else:
-            self.write(pickle.BINSTRING + struct.pack("<i", len(obj)) + obj)
-        self.memoize(obj)
-
-    dispatch[bytes] = save_bytes
-
-
-def python2_pickle(obj) -> bytes:
-    buffer = io.BytesIO()
-    Python2StylePickler(buffer, protocol=2).dump(obj)
-    return buffer.getvalue()
-
-
-def write_cifar(directory, layout, pixels, labels, names):
-    """A batch and its meta file as the CIFAR python release has them (protocol 2, bytes keys)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    flat = pixels.transpose(0, 3, 1, 2).reshape(len(pixels), -1)
-    label_key, batch_name, meta_name, names_key = {
-        "cifar10": (b"labels", "test_batch", "batches.meta", b"label_names"),
-        "cifar100": (b"fine_labels", "test", "meta", b"fine_label_names"),
-    }[layout]
-    batch = {b"batch_label": b"testing batch 1 of 1", label_key: labels, b"data": flat,
-             b"filenames": [f"img_{i}.png".encode() for i in range(len(labels))]}
-    if layout == "cifar100":
-        batch[b"coarse_labels"] = [0] * len(labels)
-    (directory / batch_name).write_bytes(python2_pickle(batch))
-    (directory / meta_name).write_bytes(python2_pickle({names_key: [n.encode() for n in names]}))
-    return directory / batch_name
 
 
 @pytest.mark.parametrize("layout", ["cifar10", "cifar100"])

@@ -13,8 +13,11 @@ rule encode_classes:
         pretrained=pretrained_option,
         precision=lambda wildcards: model_precision(wildcards.model),
         preprocess=preprocess_option,
-        code=stage_fingerprint("classes"),
+        numerics=config["numerics"],
+        definition=definition,
+        code=code_fingerprint("encode-classes"),
     cache: True
+    threads: COMPUTE_THREADS
     resources:
         **speed_knobs("extract"),
     log:
@@ -24,7 +27,8 @@ rule encode_classes:
     shell:
         "python -m clipeval encode-classes --arch {params.arch} {params.pretrained} {params.preprocess}"
         " --precision {params.precision} --classes {input.classes} --output {output.classes}"
-        " --batch-size {resources.batch_size} --device {resources.device} > {log} 2>&1"
+        " --batch-size {resources.batch_size} --device {resources.device}"
+        " --numerics {params.numerics} --threads {threads} > {log} 2>&1"
 
 
 rule score_classification:
@@ -36,7 +40,7 @@ rule score_classification:
     params:
         intervals=interval_options(),
         result_config=result_config,
-        code=stage_fingerprint("classify"),
+        code=code_fingerprint("score-classification"),
     log:
         "logs/score/{model}/{dataset}.log",
     conda:

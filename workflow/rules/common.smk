@@ -9,21 +9,28 @@ from importlib import metadata
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
+from clipeval.codegraph import CodeGraph, command_entry_modules
+from clipeval.numerics import PORTABLE_THREADS
 from clipeval.pretrained import is_checkpoint_path
 from clipeval.sharding import shard_count
 ENV_FILE = "../../envs/clipeval.yaml"
 
 # Rules run `python -m clipeval` from this checkout, so a conda environment
 # (--sdm conda) needs only the dependencies, not an install of clipeval.
+# Without conda, jobs use the Python that runs Snakemake (a virtualenv's
+# snakemake works without activating the virtualenv).
+_use_conda = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 shell.prefix(
     "set -euo pipefail; "
     # Braces are doubled: Snakemake formats the prefix like a shell command.
     + "export PYTHONPATH="
     + shlex.quote(str(PACKAGE_DIR.parent))
     + "${{PYTHONPATH:+:$PYTHONPATH}}; "
+    + ("" if _use_conda else f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH; ")
 )
 
 EVALUATED_TASKS = ("retrieval", "classification")
@@ -36,50 +43,34 @@ SPEED_KNOBS = {
     "knn": ("device",),
 }
 
+# Threads a training, extraction or knn job computes with (under the portable
+# numerics profile, always this many), so the scheduler reserves what it uses.
+COMPUTE_THREADS = PORTABLE_THREADS
+
 
 def speed_knobs(section):
     return {knob: config[section][knob] for knob in SPEED_KNOBS[section]}
 
-# Each stage's entry modules and the libraries whose versions shape its
-# output. The modules they import (relative imports, followed transitively)
-# and cli.py count too: a change to any re-runs the stage, which shell rules
-# would not notice by themselves.
-STAGE_CODE = {
-    "prepare": (
-        ["shapes.py", "cnclip.py", "annotations.py", "imagefiles.py", "imagefolder.py", "cifar.py"],
-        ["pillow", "lmdb", "numpy"],
-    ),
-    "train": (["train.py", "model_configs/clipeval-tiny.json"], ["torch", "open_clip_torch", "pillow", "numpy"]),
-    "extract": (
-        ["extract.py", "model.py", "features.py", "captions.py", "sharding.py", "provenance.py", "model_configs/clipeval-tiny.json"],
-        ["torch", "torchvision", "open_clip_torch", "pillow"],
-    ),
-    "gather": (["features.py"], ["numpy"]),
-    "classes": (["classification.py", "extract.py", "model.py", "features.py"], ["torch", "open_clip_torch"]),
-    "classify": (["classification.py", "features.py", "provenance.py"], ["numpy"]),
-    "knn": (["knn.py", "features.py"], ["faiss-cpu", "faiss-gpu", "numpy"]),
-    "score": (["retrieval_ranks.py", "predictions.py", "provenance.py"], ["numpy"]),
-    "compare": (["comparison.py"], ["numpy"]),
-    "describe_features": (["provenance.py"], []),
-    "summary": (["summary.py"], []),
+
+# The libraries whose installed versions shape each command's output. With
+# the command's own code (its modules, found by following its imports) they
+# make the rule's `code` param: shell rules would not notice either change.
+COMMAND_LIBRARIES = {
+    **{command: ["pillow", "lmdb", "numpy"] for command in (
+        "make-shapes", "import-cnclip", "import-karpathy", "import-coco", "import-imagefolder", "import-cifar")},
+    "train": ["torch", "open_clip_torch", "pillow", "numpy"],
+    "describe-model": ["torch", "open_clip_torch"],
+    "extract-features": ["torch", "torchvision", "open_clip_torch", "pillow"],
+    "encode-classes": ["torch", "open_clip_torch"],
+    "gather-features": ["numpy"],
+    "describe-features": [],
+    "make-topk-predictions": ["faiss-cpu", "faiss-gpu", "numpy"],
+    "score-retrieval": ["numpy"],
+    "score-classification": ["numpy"],
+    "compare-models": ["numpy"],
+    "summarize": [],
 }
-RELATIVE_IMPORT = re.compile(r"^from \.(\w*) import ([\w, ]+)", re.M)
-
-
-def module_closure(entry_modules):
-    """The entry modules plus every package module they import, transitively."""
-    # ("module" is a Snakemake keyword, hence "source_file".)
-    seen, pending = set(), ["cli.py", *entry_modules]
-    while pending:
-        source_file = pending.pop()
-        if source_file in seen:
-            continue
-        seen.add(source_file)
-        if source_file.endswith(".py"):
-            for source, names in RELATIVE_IMPORT.findall((PACKAGE_DIR / source_file).read_text()):
-                imported = [source] if source else [n.strip().split(" ")[0] for n in names.split(",")]
-                pending.extend(f"{name}.py" for name in imported if (PACKAGE_DIR / f"{name}.py").exists())
-    return sorted(seen)
+CODE_GRAPH = CodeGraph(PACKAGE_DIR)
 
 
 def _installed_version(distribution):
@@ -89,13 +80,10 @@ def _installed_version(distribution):
         return "absent"
 
 
-def stage_fingerprint(stage):
-    """A digest of a stage's own code and library versions, passed as a param."""
-    modules, libraries = STAGE_CODE[stage]
-    digest = hashlib.sha256()
-    for source_file in module_closure(modules):
-        digest.update(source_file.encode() + b"\0" + (PACKAGE_DIR / source_file).read_bytes())
-    for library in libraries:
+def code_fingerprint(command):
+    """A digest of the code `python -m clipeval COMMAND` runs and its libraries' versions."""
+    digest = hashlib.sha256(CODE_GRAPH.digest(command_entry_modules(command)).encode())
+    for library in COMMAND_LIBRARIES[command]:
         digest.update(f"{library}=={_installed_version(library)}\n".encode())
     return digest.hexdigest()[:16]
 
@@ -179,6 +167,25 @@ def check_config():
              " (Rsum always uses R@10)")
 
 
+# Dataset keys that say how a dataset is scored, not what is in it.
+SCORING_KEYS = ("task", "protocol")
+
+
+def definition(wildcards):
+    """The config entries of the models and datasets behind a job, as a param.
+
+    Snakemake does not re-run a job whose outputs exist when an input is
+    missing (say a failed re-training deleted the checkpoint): the upstream
+    change must reach every job's own params, or stale results would stay.
+    """
+    names = wildcards.keys()
+    models = [wildcards[key] for key in ("model", "first", "second") if key in names]
+    entry = {f"model {name}": model_config(name) for name in models}
+    if "dataset" in names:
+        entry["dataset"] = {k: v for k, v in dataset_config(wildcards.dataset).items() if k not in SCORING_KEYS}
+    return json.dumps(entry, sort_keys=True)
+
+
 def retrieval_protocol(dataset):
     return dataset_config(dataset).get("protocol", config["metrics"]["protocol"])
 
@@ -230,6 +237,34 @@ def cnclip_sources(wildcards):
     entry = dataset_config(wildcards.dataset)
     images = Path(entry["images"])
     return {"images": str(images / "data.mdb") if images.is_dir() else str(images), "texts": entry["texts"]}
+
+
+def image_folder_digest(wildcards):
+    """A digest of the path and content of every file under a dataset's image folder.
+
+    Snakemake cannot track a folder. Each file's sha256 is remembered with its
+    size and modification time in .snakemake/clipeval-image-digests/, so a
+    run hashes only new or changed files (an ImageNet-sized folder once), and
+    a touched but unchanged image changes nothing.
+    """
+    root = Path(dataset_config(wildcards.dataset)["images"])
+    if not root.is_dir():
+        return "missing"  # the prepare command says so, naming the folder
+    cache_file = Path(".snakemake/clipeval-image-digests") / (hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16] + ".json")
+    cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
+    fresh, total = {}, hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        name, status = path.relative_to(root).as_posix(), path.stat()
+        known = cache.get(name)
+        if known and known[:2] == [status.st_size, status.st_mtime_ns]:
+            fresh[name] = known
+        else:
+            fresh[name] = [status.st_size, status.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest()]
+        total.update(f"{name}\0{fresh[name][2]}\n".encode())
+    if fresh != cache:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        cache_file.write_text(json.dumps(fresh))
+    return total.hexdigest()[:16]
 
 
 def coco_sources(wildcards):

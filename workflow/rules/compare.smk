@@ -9,7 +9,8 @@ rule compare_models:
         comparison="results/comparisons/{dataset}/{first}/{second}.json",
     params:
         intervals=interval_options(),
-        code=stage_fingerprint("compare"),
+        definition=definition,
+        code=code_fingerprint("compare-models"),
     log:
         "logs/compare/{dataset}/{first}/{second}.log",
     conda:

@@ -17,14 +17,16 @@ rule describe_model:
         pretrained=pretrained_option,
         precision=lambda wildcards: model_precision(wildcards.model),
         preprocess=preprocess_option,
-        code=stage_fingerprint("extract"),
+        numerics=config["numerics"],
+        definition=definition,
+        code=code_fingerprint("describe-model"),
     log:
         "logs/describe/{model}.log",
     conda:
         ENV_FILE
     shell:
         "python -m clipeval describe-model --arch {params.arch} {params.pretrained}"
-        " --precision {params.precision} {params.preprocess} --output {output.meta} > {log} 2>&1"
+        " --precision {params.precision} {params.preprocess} --numerics {params.numerics} --output {output.meta} > {log} 2>&1"
 
 
 rule describe_features_model:
@@ -35,7 +37,7 @@ rule describe_features_model:
     wildcard_constraints:
         model=names_matching(name for name in config["models"] if is_features_model(name)),
     params:
-        code=stage_fingerprint("describe_features"),
+        code=code_fingerprint("describe-features"),
     log:
         "logs/describe/{model}.log",
     conda:
@@ -54,9 +56,11 @@ rule extract_text_features:
         pretrained=pretrained_option,
         precision=lambda wildcards: model_precision(wildcards.model),
         preprocess=preprocess_option,
-        code=stage_fingerprint("extract"),
+        numerics=config["numerics"],
+        definition=definition,
+        code=code_fingerprint("extract-features"),
     cache: True
-    threads: min(2, workflow.cores)
+    threads: COMPUTE_THREADS
     resources:
         **speed_knobs("extract"),
     log:
@@ -66,7 +70,8 @@ rule extract_text_features:
     shell:
         "python -m clipeval extract-features --arch {params.arch} {params.pretrained} {params.preprocess}"
         " --precision {params.precision} --texts {input.texts} --text-output {output.texts}"
-        " --batch-size {resources.batch_size} --device {resources.device} > {log} 2>&1"
+        " --batch-size {resources.batch_size} --device {resources.device}"
+        " --numerics {params.numerics} --threads {threads} > {log} 2>&1"
 
 
 rule extract_image_shard:
@@ -83,9 +88,11 @@ rule extract_image_shard:
         pretrained=pretrained_option,
         precision=lambda wildcards: model_precision(wildcards.model),
         preprocess=preprocess_option,
-        code=stage_fingerprint("extract"),
+        numerics=config["numerics"],
+        definition=definition,
+        code=code_fingerprint("extract-features"),
     cache: True
-    threads: min(2, workflow.cores)
+    threads: COMPUTE_THREADS
     resources:
         **speed_knobs("extract"),
     log:
@@ -97,7 +104,7 @@ rule extract_image_shard:
         " --precision {params.precision} --images {params.images}"
         " --shard-index {wildcards.shard} --shard-size {params.shard_size} --image-output {output.shard}"
         " --batch-size {resources.batch_size} --num-workers {resources.num_workers}"
-        " --device {resources.device} > {log} 2>&1"
+        " --device {resources.device} --numerics {params.numerics} --threads {threads} > {log} 2>&1"
 
 
 rule gather_image_features:
@@ -106,7 +113,8 @@ rule gather_image_features:
     output:
         images="results/features/{model}/{dataset}/images.jsonl",
     params:
-        code=stage_fingerprint("gather"),
+        definition=definition,
+        code=code_fingerprint("gather-features"),
     cache: True
     log:
         "logs/extract/{model}/{dataset}/gather.log",

@@ -10,8 +10,9 @@ rule knn:
         direction="t2i|i2t",
     params:
         top_k=config["knn"]["top_k"],
-        code=stage_fingerprint("knn"),
-    threads: min(2, workflow.cores)
+        definition=definition,
+        code=code_fingerprint("make-topk-predictions"),
+    threads: COMPUTE_THREADS
     resources:
         **speed_knobs("knn"),
     log:

@@ -19,7 +19,7 @@ checkpoint prepare_shapes:
         num_images=lambda wildcards: dataset_config(wildcards.dataset)["num_images"],
         seed=lambda wildcards: dataset_config(wildcards.dataset)["seed"],
         first_image_id=lambda wildcards: dataset_config(wildcards.dataset).get("first_image_id", 0),
-        code=stage_fingerprint("prepare"),
+        code=code_fingerprint("make-shapes"),
     log:
         "logs/prepare/{dataset}.log",
     conda:
@@ -41,7 +41,7 @@ checkpoint prepare_cnclip:
     params:
         images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
         out_dir=lambda wildcards, output: str(Path(output.meta).parent),
-        code=stage_fingerprint("prepare"),
+        code=code_fingerprint("import-cnclip"),
     log:
         "logs/prepare/{dataset}.log",
     conda:
@@ -51,8 +51,8 @@ checkpoint prepare_cnclip:
         " --out {params.out_dir} > {log} 2>&1"
 
 
-# Image directories are passed as params: Snakemake tracks the annotation
-# files by content, not each image file in the directory.
+# Image folders are passed as params and tracked by the content of their
+# files (image_folder_digest in common.smk); annotation files are inputs.
 
 
 checkpoint prepare_karpathy:
@@ -66,6 +66,7 @@ checkpoint prepare_karpathy:
         dataset=datasets_of_format("karpathy"),
     params:
         images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
+        image_files=image_folder_digest,
         split=lambda wildcards: " ".join(dataset_config(wildcards.dataset).get("split", ["test"])),
         image_id=lambda wildcards: (
             f"--image-id {dataset_config(wildcards.dataset)['image_id']}"
@@ -73,7 +74,7 @@ checkpoint prepare_karpathy:
             else ""
         ),
         out_dir=lambda wildcards, output: str(Path(output.meta).parent),
-        code=stage_fingerprint("prepare"),
+        code=code_fingerprint("import-karpathy"),
     log:
         "logs/prepare/{dataset}.log",
     conda:
@@ -94,9 +95,10 @@ checkpoint prepare_coco:
         dataset=datasets_of_format("coco"),
     params:
         images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
+        image_files=image_folder_digest,
         image_ids=lambda wildcards, input: f"--image-ids {shlex.quote(input.image_ids)}" if "image_ids" in input.keys() else "",
         out_dir=lambda wildcards, output: str(Path(output.meta).parent),
-        code=stage_fingerprint("prepare"),
+        code=code_fingerprint("import-coco"),
     log:
         "logs/prepare/{dataset}.log",
     conda:
@@ -119,9 +121,10 @@ checkpoint prepare_imagefolder:
         dataset=datasets_of_format("imagefolder"),
     params:
         images=lambda wildcards: dataset_config(wildcards.dataset)["images"],
+        image_files=image_folder_digest,
         first_image_id=lambda wildcards: dataset_config(wildcards.dataset).get("first_image_id", 0),
         out_dir=lambda wildcards, output: str(Path(output.meta).parent),
-        code=stage_fingerprint("prepare"),
+        code=code_fingerprint("import-imagefolder"),
     log:
         "logs/prepare/{dataset}.log",
     conda:
@@ -144,7 +147,7 @@ checkpoint prepare_cifar:
     params:
         first_image_id=lambda wildcards: dataset_config(wildcards.dataset).get("first_image_id", 0),
         out_dir=lambda wildcards, output: str(Path(output.meta).parent),
-        code=stage_fingerprint("prepare"),
+        code=code_fingerprint("import-cifar"),
     log:
         "logs/prepare/{dataset}.log",
     conda:

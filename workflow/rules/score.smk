@@ -20,7 +20,7 @@ rule score_retrieval:
         ),
         intervals=interval_options(),
         result_config=result_config,
-        code=stage_fingerprint("score"),
+        code=code_fingerprint("score-retrieval"),
     log:
         "logs/score/{model}/{dataset}.log",
     conda:

@@ -13,7 +13,7 @@ rule summary:
         comparisons="results/comparisons.csv",
     params:
         entries=summary_entries(),
-        code=stage_fingerprint("summary"),
+        code=code_fingerprint("summarize"),
     log:
         "logs/summary.log",
     conda:

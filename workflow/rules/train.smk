@@ -15,9 +15,12 @@ rule train:
         batch_size=lambda wildcards: model_config(wildcards.model)["train"]["batch_size"],
         lr=lambda wildcards: model_config(wildcards.model)["train"]["lr"],
         seed=lambda wildcards: model_config(wildcards.model)["train"]["seed"],
-        code=stage_fingerprint("train"),
+        dataset_definition=lambda wildcards: json.dumps(dataset_config(model_config(wildcards.model)["train"]["dataset"]),
+                                                        sort_keys=True),
+        numerics=config["numerics"],
+        code=code_fingerprint("train"),
     cache: True
-    threads: workflow.cores
+    threads: COMPUTE_THREADS
     log:
         "logs/train/{model}.log",
     conda:
@@ -25,4 +28,4 @@ rule train:
     shell:
         "python -m clipeval train --arch {params.arch} --dataset {params.dataset_dir}"
         " --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr}"
-        " --seed {params.seed} --output {output.checkpoint} > {log} 2>&1"
+        " --seed {params.seed} --numerics {params.numerics} --threads {threads} --output {output.checkpoint} > {log} 2>&1"

@@ -1,0 +1,136 @@
+"""Small benchmark files in the formats real benchmarks ship, made from the shapes generator.
+
+Karpathy split JSON + image folder, COCO captions JSON + image folder,
+Chinese-CLIP tsv + jsonl, CIFAR python batches (written as Python 2's cPickle
+wrote them), and ImageNet-style class folders.
+"""
+
+import base64
+import io
+import json
+import pickle
+import struct
+
+import numpy as np
+from PIL import Image
+
+from clipeval.shapes import CLASSNAMES, generate_shapes
+
+
+def shapes(num_images, seed, first_image_id=0):
+    """[(image_id, png bytes, [captions], class index)]."""
+    images, captions, labels = generate_shapes(num_images, seed, first_image_id)
+    texts = {}
+    for text, positives in zip(captions.texts, captions.image_ids):
+        texts.setdefault(int(positives[0]), []).append(text)
+    return [(image_id, raw, texts[image_id], label) for (image_id, raw), (_, label) in zip(images, labels)]
+
+
+def write_cnclip(directory, num_images=40, seed=9, first_image_id=500000):
+    directory.mkdir(parents=True, exist_ok=True)
+    images, captions, _ = generate_shapes(num_images, seed, first_image_id)
+    (directory / "cn_imgs.tsv").write_text("".join(f"{i}\t{base64.b64encode(raw).decode()}\n" for i, raw in images))
+    (directory / "cn_texts.jsonl").write_text("".join(
+        json.dumps({"text_id": int(t), "text": x, "image_ids": ids.tolist()}) + "\n"
+        for t, x, ids in zip(captions.text_ids, captions.texts, captions.image_ids)))
+    return directory / "cn_imgs.tsv", directory / "cn_texts.jsonl"
+
+
+def write_karpathy(directory, num_images=24, seed=11):
+    """dataset_flickr30k.json with every image in the test split, and its image folder."""
+    images = directory / "flickr30k-images"
+    images.mkdir(parents=True, exist_ok=True)
+    entries, sentid = [], 0
+    for imgid, (_, raw, texts, _) in enumerate(shapes(num_images, seed)):
+        filename = f"{7000 + imgid}.png"
+        (images / filename).write_bytes(raw)
+        sentences = []
+        for text in texts:
+            sentences.append({"tokens": text.split(), "raw": text, "imgid": imgid, "sentid": sentid})
+            sentid += 1
+        entries.append({"imgid": imgid, "sentids": [s["sentid"] for s in sentences], "sentences": sentences,
+                        "split": "test", "filename": filename})
+    annotations = directory / "dataset_flickr30k.json"
+    annotations.write_text(json.dumps({"images": entries, "dataset": "flickr30k"}))
+    return annotations, images
+
+
+def write_coco(directory, num_images=24, seed=12):
+    """captions_val2017.json and its image folder."""
+    images = directory / "val2017"
+    images.mkdir(parents=True, exist_ok=True)
+    image_entries, notes = [], []
+    for image_id, raw, texts, _ in shapes(num_images, seed, first_image_id=900):
+        name = f"{image_id:012d}.png"
+        (images / name).write_bytes(raw)
+        image_entries.append({"id": image_id, "file_name": name, "height": 64, "width": 64})
+        notes += [{"image_id": image_id, "id": 10 * image_id + k, "caption": text} for k, text in enumerate(texts)]
+    annotations = directory / "captions_val2017.json"
+    annotations.write_text(json.dumps({"info": {}, "images": image_entries, "annotations": notes}))
+    return annotations, images
+
+
+def write_imagefolder(directory, num_images=30, seed=13):
+    """One folder per shape, a class-names file and a templates file."""
+    root = directory / "val"
+    for index, (_, raw, _, label) in enumerate(shapes(num_images, seed)):
+        folder = root / CLASSNAMES[label]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{index:04d}.png").write_bytes(raw)
+    for name in CLASSNAMES:
+        (root / name).mkdir(parents=True, exist_ok=True)
+    (directory / "classnames.txt").write_text("".join(f"{name}\n" for name in CLASSNAMES))
+    (directory / "templates.txt").write_text("a {}\na picture of a {}\n")
+    return root, directory / "classnames.txt", directory / "templates.txt"
+
+
+class Python2StylePickler(pickle._Pickler):
+    """Writes bytes as Python 2's str opcodes, as the CIFAR release (made with Python 2's cPickle) has them.
+
+    Python 3 would write bytes at protocol 2 as calls to _codecs.encode, which
+    the real files never contain.
+    """
+
+    dispatch = pickle._Pickler.dispatch.copy()
+
+    def save_bytes(self, obj):
+        if len(obj) < 256:
+            self.write(pickle.SHORT_BINSTRING + bytes([len(obj)]) + obj)
+        else:
+            self.write(pickle.BINSTRING + struct.pack("<i", len(obj)) + obj)
+        self.memoize(obj)
+
+    dispatch[bytes] = save_bytes
+
+
+def python2_pickle(obj) -> bytes:
+    buffer = io.BytesIO()
+    Python2StylePickler(buffer, protocol=2).dump(obj)
+    return buffer.getvalue()
+
+
+def write_cifar(directory, layout, pixels, labels, names):
+    """A batch and its meta file as the CIFAR python release has them (protocol 2, bytes keys)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    flat = pixels.transpose(0, 3, 1, 2).reshape(len(pixels), -1)
+    label_key, batch_name, meta_name, names_key = {
+        "cifar10": (b"labels", "test_batch", "batches.meta", b"label_names"),
+        "cifar100": (b"fine_labels", "test", "meta", b"fine_label_names"),
+    }[layout]
+    batch = {b"batch_label": b"testing batch 1 of 1", label_key: labels, b"data": flat,
+             b"filenames": [f"img_{i}.png".encode() for i in range(len(labels))]}
+    if layout == "cifar100":
+        batch[b"coarse_labels"] = [0] * len(labels)
+    (directory / batch_name).write_bytes(python2_pickle(batch))
+    (directory / meta_name).write_bytes(python2_pickle({names_key: [n.encode() for n in names]}))
+    return directory / batch_name
+
+
+def write_shapes_cifar(directory, num_images=30, seed=14):
+    """A CIFAR-10-layout batch of 32×32 shapes, with a templates file."""
+    rows = shapes(num_images, seed)
+    pixels = np.stack([np.asarray(Image.open(io.BytesIO(raw)).convert("RGB").resize((32, 32))) for _, raw, _, _ in rows])
+    batch = write_cifar(directory / "cifar-10-batches-py", "cifar10", pixels, [label for *_, label in rows],
+                        list(CLASSNAMES))
+    (directory / "cifar-templates.txt").write_text("a {}\nthere is a {} in the picture\n")
+    return batch, directory / "cifar-templates.txt"

@@ -1,0 +1,252 @@
+"""Re-runs in an experiment with every source format, a trained model and a local-weights model.
+
+The rows of the README's re-run table that the small two-dataset experiment
+of test_caching cannot show: each importer's source files, classification
+datasets, the protocol and bootstrap seed, a model's arch and its weights
+file. And the code fingerprints, checked module by module against what each
+job really imported (Python's -X importtime, recorded in the job logs).
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from snakemake_runner import copy_experiment, copy_workflow, edit_config, planned_jobs, plus, run_jobs
+from sources import write_cnclip, write_coco, write_imagefolder, write_karpathy, write_shapes_cifar
+
+RETRIEVAL = ("shapes-1k", "cn", "flickr", "coco")
+CLASSIFICATION = ("shapes-classes", "cifar", "folder")
+
+
+def formats_config():
+    full = {"protocol": "full"}  # so that metrics.protocol reaches shapes-1k alone
+    return {
+        "datasets": {
+            "shapes-train": {"format": "shapes", "task": "train", "num_images": 128, "seed": 0},
+            "shapes-1k": {"format": "shapes", "task": "retrieval", "num_images": 1000, "seed": 1, "first_image_id": 10000},
+            "cn": {"format": "cnclip", "task": "retrieval", "images": "sources/cn_imgs.tsv",
+                   "texts": "sources/cn_texts.jsonl", **full},
+            "flickr": {"format": "karpathy", "task": "retrieval", "annotations": "sources/dataset_flickr30k.json",
+                       "images": "sources/flickr30k-images", **full},
+            "coco": {"format": "coco", "task": "retrieval", "annotations": "sources/captions_val2017.json",
+                     "images": "sources/val2017", **full},
+            "shapes-classes": {"format": "shapes", "task": "classification", "num_images": 30, "seed": 2,
+                               "first_image_id": 20000},
+            "cifar": {"format": "cifar", "task": "classification", "batch": "sources/cifar-10-batches-py/test_batch",
+                      "templates": "sources/cifar-templates.txt"},
+            "folder": {"format": "imagefolder", "task": "classification", "images": "sources/val",
+                       "classnames": "sources/classnames.txt", "templates": "sources/templates.txt"},
+        },
+        "models": {
+            "tiny": {"arch": "clipeval-tiny",
+                     "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0}},
+            "local": {"arch": "clipeval-tiny", "pretrained": "weights/local.pt"},
+        },
+        "evaluate": [{"model": "tiny", "dataset": name} for name in RETRIEVAL + CLASSIFICATION]
+                    + [{"model": "local", "dataset": "flickr"}],
+        "extract": {"batch_size": 64, "num_workers": 0},
+        "metrics": {"bootstrap": 50},
+    }
+
+
+def write_weights(path, seed):
+    import open_clip
+
+    import clipeval.model  # noqa: F401  registers clipeval-tiny
+
+    torch.manual_seed(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": open_clip.create_model("clipeval-tiny").state_dict()}, path)
+
+
+def formats_experiment(directory):
+    copy_workflow(directory)
+    sources = directory / "sources"
+    write_cnclip(sources)
+    write_karpathy(sources)
+    write_coco(sources)
+    write_imagefolder(sources)
+    write_shapes_cifar(sources)
+    write_weights(directory / "weights/local.pt", seed=0)
+    edit_config(directory, lambda config: (config.clear(), config.update(formats_config())))
+    return directory
+
+
+# Every job logs the package modules it imported (-X importtime writes them to its log).
+IMPORT_TIMES = {"PYTHONPROFILEIMPORTTIME": "1"}
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    workdir = formats_experiment(tmp_path_factory.mktemp("formats"))
+    ran = run_jobs(workdir, env=IMPORT_TIMES)
+    assert ran == {"prepare_shapes": 3, "prepare_cnclip": 1, "prepare_karpathy": 1, "prepare_coco": 1,
+                   "prepare_cifar": 1, "prepare_imagefolder": 1, "train": 1, "describe_model": 2,
+                   "extract_text_features": 5, "extract_image_shard": 8, "gather_image_features": 8, "knn": 10,
+                   "score_retrieval": 5, "encode_classes": 3, "score_classification": 3, "compare_models": 1,
+                   "summary": 1, "all": 1}
+    return workdir
+
+
+def retrieval_jobs(models=1):
+    return {"extract_text_features": models, "extract_image_shard": models, "gather_image_features": models,
+            "knn": 2 * models, "score_retrieval": models}
+
+
+CLASSIFICATION_JOBS = {"extract_image_shard": 1, "gather_image_features": 1, "encode_classes": 1,
+                       "score_classification": 1}
+# Planned because classes.json is re-written, skipped when it comes out the same: the images changed, not the classes.
+CLASSIFICATION_JOBS_RUN = {"extract_image_shard": 1, "gather_image_features": 1, "score_classification": 1}
+FINISH = {"summary": 1, "all": 1}
+
+
+def edit_file(relative, change):
+    def edit(workdir):
+        path = workdir / relative
+        path.write_bytes(change(path.read_bytes()))
+    return edit
+
+
+def replace_folder_image(workdir):
+    first = sorted((workdir / "sources/val/circle").iterdir())[0]
+    other = sorted((workdir / "sources/val/square").iterdir())[0]
+    first.write_bytes(other.read_bytes())
+
+
+def flip_cifar_label(workdir):
+    from sources import write_shapes_cifar as rewrite
+
+    rewrite(workdir / "sources", seed=15)
+
+
+# row: (change, jobs planned, jobs run when they differ from the plan: at run time Snakemake skips
+# a job whose inputs came out with the same content)
+ROWS = {
+    "karpathy annotations": (
+        edit_file("sources/dataset_flickr30k.json", lambda raw: raw.replace(b'"raw": "a ', b'"raw": "one ', 1)),
+        plus({"prepare_karpathy": 1}, retrieval_jobs(2), {"compare_models": 1}, FINISH), None),
+    "coco annotations": (
+        edit_file("sources/captions_val2017.json", lambda raw: raw.replace(b'"caption": "a ', b'"caption": "one ', 1)),
+        plus({"prepare_coco": 1}, retrieval_jobs(), FINISH), None),
+    "image folder file": (replace_folder_image, plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS, FINISH),
+                          plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS_RUN, FINISH)),
+    "image folder file touched": (lambda w: os.utime(sorted((w / "sources/val/circle").iterdir())[0]), {}, None),
+    "cifar batch": (flip_cifar_label, plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS, FINISH),
+                    plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS_RUN, FINISH)),
+    "classification dataset content": (
+        lambda w: edit_config(w, lambda c: c["datasets"]["shapes-classes"].update(seed=5)),
+        plus({"prepare_shapes": 1}, CLASSIFICATION_JOBS, FINISH), None),
+    "metrics.protocol": (
+        lambda w: edit_config(w, lambda c: c["metrics"].update(protocol="folds-1k")),
+        {"score_retrieval": 1, **FINISH}, None),
+    "metrics.bootstrap_seed": (
+        lambda w: edit_config(w, lambda c: c["metrics"].update(bootstrap_seed=1)),
+        {"score_retrieval": 5, "score_classification": 3, "compare_models": 1, **FINISH}, None),
+    "local weights file, same path": (
+        lambda w: write_weights(w / "weights/local.pt", seed=1),
+        plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH), None),
+}
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+def test_rerun_row(experiment, tmp_path, row):
+    change, planned, ran = ROWS[row]
+    workdir = copy_experiment(experiment, tmp_path / "experiment")
+    change(workdir)
+    assert planned_jobs(workdir) == planned
+    assert run_jobs(workdir) == (ran or planned)
+    assert planned_jobs(workdir) == {}
+
+
+def test_a_model_arch_change_reextracts_that_model(experiment, tmp_path):
+    workdir = copy_experiment(experiment, tmp_path / "experiment")
+    edit_config(workdir, lambda c: c["models"]["local"].update(arch="RN50"))
+    # Planned only: these weights do not fit RN50, so running would stop at describe_model.
+    assert planned_jobs(workdir) == plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH)
+
+
+PACKAGE_IMPORT = re.compile(r"^import time:.*\|\s+(clipeval(?:\.\w+)*)\s*$", re.M)
+
+
+def rule_of_log(path, config):
+    """The rule that wrote a job log, from the log layout of workflow/rules/."""
+    parts = path.parts
+    stage = parts[0]
+    if stage == "prepare":
+        return f"prepare_{config['datasets'][path.stem]['format']}"
+    if stage == "extract":
+        return {"texts": "extract_text_features", "gather": "gather_image_features",
+                "classes": "encode_classes"}.get(path.stem, "extract_image_shard")
+    if stage == "score":
+        return f"score_{config['datasets'][path.stem]['task']}"
+    return {"train": "train", "describe": "describe_model", "knn": "knn", "compare": "compare_models",
+            "summary.log": "summary"}[stage]
+
+
+def modules_loaded_by_rule(workdir):
+    config = formats_config()
+    loaded = {}
+    for log in (workdir / "logs").rglob("*.log"):
+        rule = rule_of_log(log.relative_to(workdir / "logs"), config)
+        modules = set(PACKAGE_IMPORT.findall(log.read_text()))
+        if "clipeval.cli" in modules:
+            modules.add("clipeval.__main__")  # `python -m clipeval` runs it without an import to trace
+        loaded.setdefault(rule, set()).update(modules)
+    return loaded
+
+
+def package_modules(workdir):
+    package = workdir / "workflow/clipeval"
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package.parent).with_suffix("")
+        parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+        yield ".".join(parts), path
+
+
+def test_editing_a_module_reruns_exactly_the_jobs_that_imported_it(experiment, tmp_path):
+    """Each module in turn gets a comment; the plan must equal forcing the rules whose jobs imported it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    loaded = modules_loaded_by_rule(experiment)
+    assert loaded["score_retrieval"] >= {"clipeval.retrieval", "clipeval.ranks", "clipeval.commands.score_retrieval"}
+    modules = list(package_modules(experiment))
+    users = {name: sorted(rule for rule, names in loaded.items() if name in names) for name, _ in modules}
+
+    def expected(item):
+        index, rules = item
+        if not rules:
+            return {}
+        return planned_jobs(copy_experiment(experiment, tmp_path / f"forced-{index}"), "--forcerun", *rules)
+
+    def planned_after_editing(item):
+        index, (name, _) = item
+        workdir = copy_experiment(experiment, tmp_path / f"edit-{index}")
+        source = workdir / "workflow" / (name.replace(".", "/") + ".py")
+        if not source.exists():
+            source = source.with_suffix("") / "__init__.py"
+        source.write_text(source.read_text() + "\n# edited\n")
+        return name, planned_jobs(workdir)
+
+    with ThreadPoolExecutor(2) as pool:
+        rule_sets = sorted(set(map(tuple, users.values())))
+        plans = dict(zip(rule_sets, pool.map(expected, enumerate(rule_sets))))
+        mismatches = [(name, plan, plans[tuple(users[name])])
+                      for name, plan in pool.map(planned_after_editing, enumerate(modules))
+                      if plan != plans[tuple(users[name])]]
+    assert mismatches == []
+
+
+def test_adding_a_subcommand_reruns_nothing(experiment, tmp_path):
+    workdir = copy_experiment(experiment, tmp_path / "experiment")
+    (workdir / "workflow/clipeval/commands/count_images.py").write_text(
+        'HELP = "count a dataset\'s images"\n\n\ndef add_arguments(parser):\n    parser.add_argument("store")\n\n\n'
+        'def run(args):\n    from ..imagestore import ImageStore\n\n    print(len(ImageStore(args.store).image_ids()))\n')
+    assert planned_jobs(workdir) == {}
+    result = subprocess.run([sys.executable, "-m", "clipeval", "count-images", "results/datasets/cn/images.lmdb"],
+                            cwd=workdir, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(workdir / "workflow")})
+    assert (result.returncode, result.stdout) == (0, "40\n"), result.stderr
