@@ -47,9 +47,9 @@ def test_rows_in_given_order_with_every_metric(tmp_path):
     assert rows[0]["t2i_R@1"] == "12.3456" and rows[0]["t2i_R@50"] == "" and rows[1]["t2i_R@50"] == "99.0"
     assert rows[0]["t2i_median_rank"] == "4.0" and rows[0]["protocol"] == "full"
     markdown = (tmp_path / "markdown.out").read_text().splitlines()
-    assert markdown[4] == "## Retrieval"
-    assert markdown[6].startswith("| model | dataset | task | t2i_R@1 |") and "top1" not in markdown[6]
-    assert markdown[8].startswith("| m2 | flickr | retrieval | 12.35 | 50.00 |")
+    table = markdown.index("### Retrieval") + 2
+    assert markdown[table].startswith("| model | dataset | task | t2i_R@1 |") and "top1" not in markdown[table]
+    assert markdown[table + 2].startswith("| m2 | flickr | retrieval | 12.35 | 50.00 |")
 
 
 def test_intervals_become_columns_and_brackets(tmp_path):
@@ -93,3 +93,18 @@ def test_comparisons_get_their_table(tmp_path):
     assert [(r["metric"], r["difference"], r["ci_low"], r["ci_high"]) for r in rows] == [
         ("top1", "2.5", "0.5", "4.5"), ("top5", "", "", ""), ("mean_per_class_recall", "-1.0", "-3.0", "1.0")]
     assert "| cifar | a − b | 2.50 [0.50, 4.50] | n/a | -1.00 [-3.00, 1.00] |" in (tmp_path / "markdown.out").read_text()
+
+
+def test_the_headline_block_groups_directions(tmp_path):
+    write_json(tmp_path / "r.json", metrics(30.0, intervals=True))
+    write_json(tmp_path / "c.json", classification(61.5))
+    summarize([("m", "retrieval-set", tmp_path / "r.json"), ("m", "classes-set", tmp_path / "c.json")], [],
+              outputs(tmp_path))
+    markdown = (tmp_path / "markdown.out").read_text()
+    block = markdown[markdown.index("<!-- headline"):markdown.index("<!-- /headline -->")].splitlines()
+    assert block[2].startswith("**m** on **retrieval-set** (")
+    assert block[4] == "| direction | R@1 | R@5 | R@10 | mean recall (CN-CLIP) | mean rank | median rank |"
+    assert block[6].startswith("| text→image | 30.00 [29.00, 31.00] |")
+    assert block[7].startswith("| image→text | ")
+    assert block[9].startswith("Rsum 270.00 [260.00, 280.00], mean recall 45.00")
+    assert block[-2] == "| m | classes-set | 61.50 [59.50, 63.50] | n/a | 60.25 [58.00, 62.50] |"

@@ -92,6 +92,15 @@ def test_default_workflow_writes_the_documented_paths(default_run):
     assert metrics["provenance"]["config"]["model"]["train"]["dataset"] == "shapes-train"
 
 
+def test_the_readme_shows_what_a_fresh_run_prints(default_run):
+    """The README's headline numbers are the default experiment's, to the last digit, on this machine too."""
+    from clipeval.summary import headline_block
+
+    readme = headline_block((REPO / "README.md").read_text(), "README.md")
+    fresh = headline_block((default_run / "results/summary.md").read_text(), "summary.md")
+    assert readme == fresh, "README.md's numbers differ from a fresh run: run `make readme` and commit"
+
+
 def test_a_finished_run_has_nothing_to_do(default_run):
     assert planned_jobs(default_run) == {}
     result = snakemake(default_run, "--cores", "1")
