@@ -250,7 +250,8 @@ def image_folder_digest(wildcards):
     root = Path(dataset_config(wildcards.dataset)["images"])
     if not root.is_dir():
         return "missing"  # the prepare command says so, naming the folder
-    cache_file = Path(".snakemake/clipeval-image-digests") / (hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16] + ".json")
+    folder_key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    cache_file = Path(".snakemake/clipeval-image-digests") / f"{folder_key}.json"
     cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
     fresh, total = {}, hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
