@@ -12,8 +12,10 @@ import numpy as np
 from .bootstrap import bootstrap_record, percentile_intervals
 from .errors import ClipevalError
 from .jsonl import read_json, read_keyed_jsonl
+from .knn import exact_scores
 
 LOGIT_SCALE = 100.0
+_SCORE_BUDGET_BYTES = 64 << 20
 TOP_K = (1, 5)
 
 
@@ -66,8 +68,16 @@ def class_embeddings(prompt_features: np.ndarray, num_classes: int) -> np.ndarra
 
 
 def ranked_classes(image_features: np.ndarray, class_features: np.ndarray) -> np.ndarray:
-    """Per image, class indices best first: logit = 100 · cosine, ties by class index."""
-    logits = LOGIT_SCALE * (image_features.astype(np.float64) @ class_features.astype(np.float64).T)
+    """Per image, class indices best first: logit = 100 · cosine, ties by class index.
+
+    Cosines are knn.exact_scores (float64 sums in a fixed order), not a BLAS
+    product, whose kernels sum in a CPU-dependent order and could flip a near
+    tie on another machine.
+    """
+    rows = max(1, _SCORE_BUDGET_BYTES // (8 * class_features.size))
+    cosines = np.concatenate([exact_scores(image_features[start:start + rows, None, :], class_features[None, :, :])
+                              for start in range(0, len(image_features), rows)])
+    logits = LOGIT_SCALE * cosines
     columns = np.broadcast_to(np.arange(logits.shape[1]), logits.shape)
     return np.lexsort((columns, -logits), axis=-1)
 
