@@ -21,7 +21,7 @@ test: $(BIN)/.installed
 # After a change that moves the default experiment's numbers: run it and put
 # its headline into README.md (a test compares the two).
 readme: run
-	$(BIN)/python -c 'from clipeval.summary import embed_headline; embed_headline("README.md", "results/summary.md")'
+	$(BIN)/python -c 'from clipeval.reporting.summary import embed_headline; embed_headline("README.md", "results/summary.md")'
 
 lint: $(BIN)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint

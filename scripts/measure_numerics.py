@@ -10,7 +10,6 @@ same run, and whether the trained weights and the features came out the
 same in every variant. docs/REPRODUCIBILITY.md quotes its output.
 """
 
-import hashlib
 import json
 import os
 import subprocess
@@ -42,8 +41,8 @@ import hashlib, json, os, sys, time
 import torch
 torch.set_num_threads(int(sys.argv[1]))
 import open_clip
-import clipeval.model
-from clipeval.train import contrastive_loss
+import clipeval.models.build
+from clipeval.models.training import contrastive_loss
 torch.manual_seed(0)
 model = open_clip.create_model("clipeval-tiny")
 tokens = open_clip.get_tokenizer("clipeval-tiny")([f"a shape number {i}" for i in range(128)])

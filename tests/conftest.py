@@ -19,8 +19,8 @@ def run_cli(*args, cwd=None):
 @pytest.fixture(scope="session")
 def shapes_dataset(tmp_path_factory):
     """A small prepared shapes dataset: 40 images, 200 captions."""
-    from clipeval.dataset import write_dataset
-    from clipeval.shapes import generate_shapes
+    from clipeval.data.dataset import write_dataset
+    from clipeval.data.sources.shapes import generate_shapes
 
     out = tmp_path_factory.mktemp("shapes") / "small"
     images, captions, _ = generate_shapes(40, seed=5, first_image_id=10)
@@ -34,7 +34,7 @@ def tiny_checkpoint(tmp_path_factory):
     import open_clip
     import torch
 
-    import clipeval.model  # noqa: F401  registers clipeval-tiny
+    import clipeval.models.build  # noqa: F401  registers clipeval-tiny
 
     torch.manual_seed(0)
     model = open_clip.create_model("clipeval-tiny")

@@ -14,7 +14,7 @@ import struct
 import numpy as np
 from PIL import Image
 
-from clipeval.shapes import CLASSNAMES, generate_shapes
+from clipeval.data.sources.shapes import CLASSNAMES, generate_shapes
 
 
 def shapes(num_images, seed, first_image_id=0):

@@ -6,7 +6,7 @@ import json
 import pytest
 from PIL import Image
 
-from clipeval.dataset import open_dataset
+from clipeval.data.dataset import open_dataset
 from conftest import run_cli
 from snakemake_runner import copy_workflow, edit_config, planned_jobs
 
@@ -179,7 +179,7 @@ def test_workflow_plans_the_new_formats(tmp_path):
 
 def test_karpathy_image_id_field_chooses_between_cocoid_and_imgid(tmp_path):
     """COCO's split file has both; imgid counts up in file order, which COCO-1K folds follow."""
-    from clipeval.annotations import karpathy_split
+    from clipeval.data.sources.karpathy import karpathy_split
 
     annotations, images = karpathy_flickr(tmp_path)
     data = json.loads(annotations.read_text())

@@ -1,8 +1,8 @@
 import pytest
 
-from clipeval.atomic import atomic_output
 from clipeval.errors import ClipevalError
-from clipeval.jsonl import read_jsonl, write_json, write_jsonl
+from clipeval.storage.atomic import atomic_output
+from clipeval.storage.jsonl import read_jsonl, write_json, write_jsonl
 
 
 def test_atomic_output_renames_only_on_success(tmp_path):

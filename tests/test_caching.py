@@ -67,7 +67,7 @@ def append_comment(workdir, module):
 
 
 def replace_one_image(workdir):
-    from clipeval.shapes import generate_shapes
+    from clipeval.data.sources.shapes import generate_shapes
 
     other = generate_shapes(1, seed=99)[0][0][1]
     path = workdir / "sources/cn_imgs.tsv"

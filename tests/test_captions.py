@@ -1,6 +1,6 @@
 import pytest
 
-from clipeval.captions import check_references, load_captions
+from clipeval.data.captions import check_references, load_captions
 from clipeval.errors import ClipevalError
 
 

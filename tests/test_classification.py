@@ -9,13 +9,13 @@ from hypothesis import strategies as st
 from sklearn.metrics import (accuracy_score, balanced_accuracy_score, confusion_matrix,
                              precision_recall_fscore_support, top_k_accuracy_score)
 
-from clipeval.classification import (align_labels, class_embeddings, classification_metrics, load_classes,
+from clipeval.classification.metrics import (align_labels, class_embeddings, classification_metrics, load_classes,
                                      load_labels, prompts_for, ranked_classes)
 from clipeval.errors import ClipevalError
 
 
 def test_prompts_are_every_name_in_every_template():
-    from clipeval.classification import ClassSpec
+    from clipeval.classification.metrics import ClassSpec
 
     spec = ClassSpec(["cat", "dog"], ["a {}.", "a photo of a {}."])
     assert prompts_for(spec) == ["a cat.", "a photo of a cat.", "a dog.", "a photo of a dog."]
@@ -119,8 +119,8 @@ def test_cli_chain(tmp_path, tiny_checkpoint):
 
 
 def test_classification_intervals_and_paired_comparison():
-    from clipeval.classification import score_classification
-    from clipeval.comparison import compare_models
+    from clipeval.classification.metrics import score_classification
+    from clipeval.statistics.comparison import compare_models
 
     rng = np.random.default_rng(0)
     classes = rng.normal(size=(8, 16)).astype(np.float32)

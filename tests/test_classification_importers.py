@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from clipeval.imagestore import ImageStore
+from clipeval.data.image_lmdb import ImageStore
 from conftest import run_cli
 from sources import python2_pickle, write_cifar
 

@@ -6,8 +6,8 @@ import lmdb
 import pytest
 from PIL import Image
 
-from clipeval.cnclip import import_cnclip
-from clipeval.dataset import load_dataset_meta, open_dataset
+from clipeval.data.dataset import load_dataset_meta, open_dataset
+from clipeval.data.sources.cnclip import import_cnclip
 from clipeval.errors import ClipevalError
 
 from conftest import run_cli
@@ -137,8 +137,8 @@ def test_empty_image_file_is_an_empty_dataset(tmp_path, source):
 
 def test_unusual_modes_and_sizes_are_converted_not_rejected(tmp_path, source, tiny_checkpoint):
     """Grayscale, RGBA, palette, CMYK and odd sizes all import and encode."""
-    from clipeval.extract import encode_images
-    from clipeval.model import build_model
+    from clipeval.features.encode import encode_images
+    from clipeval.models.build import build_model
 
     def encoded_image(mode, size, fmt):
         buffer = io.BytesIO()

@@ -1,7 +1,5 @@
 """The ready configs in config/examples/ are valid and name real open_clip models."""
 
-from pathlib import Path
-
 import open_clip
 import pytest
 import yaml

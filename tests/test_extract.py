@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 import torch
 
-from clipeval.dataset import open_dataset
+from clipeval.data.dataset import open_dataset
 from clipeval.errors import ClipevalError
-from clipeval.extract import encode_images, encode_texts
-from clipeval.features import check_same_dimension, read_features, write_features
-from clipeval.model import build_model
+from clipeval.features.encode import encode_images, encode_texts
+from clipeval.features.feature_files import check_same_dimension, read_features, write_features
+from clipeval.models.build import build_model
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_features_do_not_depend_on_how_the_images_are_split(tiny, shapes_dataset
 
 
 def test_forward_blocks_line_up_with_the_whole_list():
-    from clipeval.extract import forward_blocks
+    from clipeval.features.encode import forward_blocks
 
     assert list(forward_blocks(0, 150, 150, 64)) == [0, 64, 128]
     assert list(forward_blocks(50, 100, 150, 64)) == [0, 64]
@@ -62,7 +62,7 @@ def test_forward_blocks_line_up_with_the_whole_list():
 
 
 def test_shards_are_consecutive_runs_of_ids():
-    from clipeval.sharding import shard_bounds, shard_count, shard_of
+    from clipeval.features.sharding import shard_bounds, shard_count, shard_of
 
     ids = np.arange(10, 20)
     assert [shard_bounds(10, i, 4) for i in range(3)] == [(0, 4), (4, 8), (8, 10)]
@@ -75,7 +75,7 @@ def test_shards_are_consecutive_runs_of_ids():
 
 
 def test_gather_keeps_order_and_refuses_overlaps(tmp_path):
-    from clipeval.features import gather_features
+    from clipeval.features.feature_files import gather_features
 
     matrix = np.eye(4, dtype=np.float32)
     write_features(tmp_path / "0.jsonl", "image_id", np.array([1, 2]), matrix[:2])

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from clipeval import imagestore
+from clipeval.data import image_lmdb as imagestore
+from clipeval.data.image_lmdb import ImageStore, write_image_store
 from clipeval.errors import ClipevalError
-from clipeval.imagestore import ImageStore, write_image_store
 
 
 def png(colour, size=(8, 8)):

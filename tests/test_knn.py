@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clipeval.errors import ClipevalError
-from clipeval.knn import FaissSearcher, prediction_rows, top_k
+from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
+from clipeval.retrieval.topk import FaissSearcher, prediction_rows, top_k
 
 
 def reference_top_k(queries, gallery, gallery_ids, k):
@@ -108,7 +109,7 @@ def test_gpu_requested_without_gpu_is_a_clear_error():
 def test_prediction_rows_follow_the_formats():
     ids = np.array([[3, 1]])
     scores = np.array([[0.5, 0.25]])
-    assert list(prediction_rows(np.array([12]), ids, scores, "t2i")) == [
+    assert list(prediction_rows(np.array([12]), ids, scores, TEXT_TO_IMAGE)) == [
         {"text_id": 12, "image_ids": [3, 1], "scores": [0.5, 0.25]}
     ]
-    assert list(prediction_rows(np.array([3]), ids, scores, "i2t"))[0]["text_ids"] == [3, 1]
+    assert list(prediction_rows(np.array([3]), ids, scores, IMAGE_TO_TEXT))[0]["text_ids"] == [3, 1]

@@ -1,13 +1,12 @@
 import math
 
-import numpy as np
 import open_clip
 import pytest
 import torch
 
 from clipeval.errors import ClipevalError
-from clipeval.model import build_model, weights_identity
-from clipeval.train import contrastive_loss, train_clip
+from clipeval.models.build import build_model, weights_identity
+from clipeval.models.training import contrastive_loss, train_clip
 
 
 def test_tiny_config_is_registered_with_open_clip():

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clipeval.captions import Captions
-from clipeval.comparison import compare_models
+from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
-from clipeval.retrieval_ranks import FeatureSet, score_retrieval
+from clipeval.retrieval.metrics import FeatureSet, score_retrieval
+from clipeval.statistics.comparison import compare_models
 
 
 def captions_from(pairs):

@@ -56,7 +56,7 @@ def formats_config():
 def write_weights(path, seed):
     import open_clip
 
-    import clipeval.model  # noqa: F401  registers clipeval-tiny
+    import clipeval.models.build  # noqa: F401  registers clipeval-tiny
 
     torch.manual_seed(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,7 +212,7 @@ def test_editing_a_module_reruns_exactly_the_jobs_that_imported_it(experiment, t
     from concurrent.futures import ThreadPoolExecutor
 
     loaded = modules_loaded_by_rule(experiment)
-    assert loaded["score_retrieval"] >= {"clipeval.retrieval", "clipeval.ranks", "clipeval.commands.score_retrieval"}
+    assert loaded["score_retrieval"] >= {"clipeval.retrieval.recall", "clipeval.retrieval.ranks", "clipeval.commands.score_retrieval"}
     modules = list(package_modules(experiment))
     users = {name: sorted(rule for rule, names in loaded.items() if name in names) for name, _ in modules}
 
@@ -244,7 +244,7 @@ def test_adding_a_subcommand_reruns_nothing(experiment, tmp_path):
     workdir = copy_experiment(experiment, tmp_path / "experiment")
     (workdir / "workflow/clipeval/commands/count_images.py").write_text(
         'HELP = "count a dataset\'s images"\n\n\ndef add_arguments(parser):\n    parser.add_argument("store")\n\n\n'
-        'def run(args):\n    from ..imagestore import ImageStore\n\n    print(len(ImageStore(args.store).image_ids()))\n')
+        'def run(args):\n    from clipeval.data.image_lmdb import ImageStore\n\n    print(len(ImageStore(args.store).image_ids()))\n')
     assert planned_jobs(workdir) == {}
     result = subprocess.run([sys.executable, "-m", "clipeval", "count-images", "results/datasets/cn/images.lmdb"],
                             cwd=workdir, capture_output=True, text=True,

@@ -3,10 +3,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clipeval.captions import Captions
+from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
-from clipeval.predictions import Predictions, load_predictions
-from clipeval.retrieval import score_predictions as score_retrieval
+from clipeval.retrieval.directions import DIRECTIONS
+from clipeval.retrieval.ground_truth import image_to_text_truth, queries_with_positive, text_to_image_truth
+from clipeval.retrieval.predictions import Predictions, aligned_predictions, load_predictions
+from clipeval.retrieval.recall import STANDARD_KS, hit_matrix, mean_recall, recall_from_hits, rsum
 
 
 def captions_from(pairs):
@@ -21,7 +23,27 @@ def predictions(direction, rows):
     ranked = np.full((len(rows), width), -1)
     for row, ids in enumerate(rows.values()):
         ranked[row, :len(ids)] = ids
-    return Predictions(f"{direction}.jsonl", direction, np.array(list(rows)), ranked)
+    return Predictions(f"{direction}.jsonl", DIRECTIONS[direction], np.array(list(rows)), ranked)
+
+
+def score_retrieval(captions, t2i, i2t, recall_ks, allow_without_positive=False):
+    """Recall of both directions' top-k lists, through the steps `score-retrieval` checks predictions with."""
+    ks = sorted(set(recall_ks) | set(STANDARD_KS))
+    images, texts = np.sort(i2t.query_ids), np.sort(captions.text_ids)
+    result = {"counts": {"images": len(images), "texts": len(texts)}}
+    for predictions, truth, gallery in ((t2i, text_to_image_truth(captions, images), images),
+                                        (i2t, image_to_text_truth(captions, images), texts)):
+        name = predictions.direction.name
+        ranked = aligned_predictions(predictions, truth.query_ids, gallery, ks)
+        kept, truth = queries_with_positive(truth, predictions.direction.query_key, predictions.path,
+                                            allow_without_positive)
+        result[name] = recall_from_hits(hit_matrix(ranked[kept], truth), ks)
+        result[name]["mean_recall"] = mean_recall(result[name])
+        result["counts"][f"{name}_queries"] = int(kept.sum())
+        result["counts"][f"{name}_excluded_without_positive"] = int((~kept).sum())
+    result["rsum"] = rsum(result["t2i"], result["i2t"])
+    result["mean_recall"] = result["rsum"] / 6
+    return result
 
 
 # Three images (1, 2, 3); texts 10-15; text 15 describes both 2 and 3 (MUGE style).

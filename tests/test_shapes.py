@@ -4,7 +4,7 @@ import numpy as np
 
 from PIL import Image
 
-from clipeval.shapes import COLOURS, SHAPE_SYNONYMS, generate_shapes
+from clipeval.data.sources.shapes import COLOURS, SHAPE_SYNONYMS, generate_shapes
 
 
 def test_deterministic_from_seed():
@@ -21,7 +21,7 @@ def test_five_varied_captions_per_image_that_describe_it():
     assert len(captions) == 250
     assert [ids.tolist() for ids in captions.image_ids[:5]] == [[1000]] * 5
     shape_of = {image_id: label for image_id, label in labels}
-    from clipeval.shapes import SHAPES
+    from clipeval.data.sources.shapes import SHAPES
 
     for text, positives in zip(captions.texts, captions.image_ids):
         shape = SHAPES[shape_of[int(positives[0])]]

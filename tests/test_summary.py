@@ -2,8 +2,8 @@ import csv
 
 import pytest
 
-from clipeval.jsonl import write_json
-from clipeval.summary import summarize
+from clipeval.reporting.summary import summarize
+from clipeval.storage.jsonl import write_json
 
 
 def metrics(r1, extra=None, intervals=False):

@@ -94,7 +94,7 @@ def test_default_workflow_writes_the_documented_paths(default_run):
 
 def test_the_readme_shows_what_a_fresh_run_prints(default_run):
     """The README's headline numbers are the default experiment's, to the last digit, on this machine too."""
-    from clipeval.summary import headline_block
+    from clipeval.reporting.summary import headline_block
 
     readme = headline_block((REPO / "README.md").read_text(), "README.md")
     fresh = headline_block((default_run / "results/summary.md").read_text(), "summary.md")
@@ -114,7 +114,7 @@ def test_lint_is_clean():
 
 def write_cnclip_files(directory, source_dataset):
     """Export a prepared dataset as Chinese-CLIP files: tsv of base64 images + texts jsonl."""
-    from clipeval.dataset import open_dataset
+    from clipeval.data.dataset import open_dataset
 
     store, captions = open_dataset(source_dataset)
     ids = store.image_ids()[:40]

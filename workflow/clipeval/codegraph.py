@@ -13,9 +13,9 @@ import hashlib
 from pathlib import Path
 
 PACKAGE = "clipeval"
-# Files a module reads at import time besides Python: model.py registers the
+# Files a module reads at import time besides Python: models/build.py registers the
 # shipped open_clip configs.
-DATA_FILES = {"clipeval.model": ("model_configs/*.json",)}
+DATA_FILES = {"clipeval.models.build": ("models/configs/*.json",)}
 
 
 class CodeGraph:

@@ -14,9 +14,9 @@ from snakemake.settings.types import DeploymentMethod
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
 from clipeval.codegraph import CodeGraph, command_entry_modules
-from clipeval.numerics import PORTABLE_THREADS
-from clipeval.pretrained import is_checkpoint_path
-from clipeval.sharding import shard_count
+from clipeval.models.numerics import PORTABLE_THREADS
+from clipeval.models.pretrained import is_checkpoint_path
+from clipeval.features.sharding import shard_count
 ENV_FILE = "../../envs/clipeval.yaml"
 
 # Rules run `python -m clipeval` from this checkout, so a conda environment

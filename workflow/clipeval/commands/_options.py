@@ -49,7 +49,7 @@ def add_labelled_import_options(parser):
 
 
 def write_scores(args, metrics, record):
-    from ..jsonl import write_json
+    from clipeval.storage.jsonl import write_json
 
     if args.ranks_output:
         write_json(args.ranks_output, record, compact=True)

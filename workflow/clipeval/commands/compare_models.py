@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from ._options import add_interval_options
+from clipeval.commands._options import add_interval_options
 
 HELP = "paired differences of two models' metrics on one dataset"
 
@@ -15,8 +15,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..comparison import compare_models, read_ranks_record
-    from ..jsonl import write_json
+    from clipeval.statistics.comparison import compare_models, read_ranks_record
+    from clipeval.storage.jsonl import write_json
 
     first, second = (read_ranks_record(path) for path in (args.first, args.second))
     result = compare_models(args.names, first, second, args.second, args.bootstrap, args.seed)

@@ -9,9 +9,9 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..errors import ClipevalError
-    from ..jsonl import write_json
-    from ..provenance import file_sha256, library_versions
+    from clipeval.errors import ClipevalError
+    from clipeval.reporting.provenance import file_sha256, library_versions
+    from clipeval.storage.jsonl import write_json
 
     for path in args.files:
         if not path.is_file():

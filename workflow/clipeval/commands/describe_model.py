@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from ..numerics import add_options as add_numerics_options, pin
-from ._options import add_model_options
+from clipeval.commands._options import add_model_options
+from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "write a model's identity for provenance"
 
@@ -14,10 +14,10 @@ def add_arguments(parser):
 
 def run(args):
     pin(args.numerics, args.threads)  # before anything imports torch
-    from ..jsonl import parse_json_option, write_json
-    from ..model import check_arch, check_pretrained, weights_identity
-    from ..numerics import code_path
-    from ..provenance import library_versions
+    from clipeval.models.build import check_arch, check_pretrained, weights_identity
+    from clipeval.models.numerics import code_path
+    from clipeval.reporting.provenance import library_versions
+    from clipeval.storage.jsonl import parse_json_option, write_json
 
     check_arch(args.arch)
     check_pretrained(args.arch, args.pretrained)

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from ..numerics import add_options as add_numerics_options, pin
-from ._options import add_compute_options, add_model_options
+from clipeval.commands._options import add_compute_options, add_model_options
+from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "class embeddings from class names × prompt templates"
 
@@ -18,11 +18,11 @@ def run(args):
     pin(args.numerics, args.threads)  # before anything imports torch
     import numpy as np
 
-    from ..classification import class_embeddings, load_classes, prompts_for
-    from ..extract import encode_texts
-    from ..features import write_features
-    from ..jsonl import parse_json_option
-    from ..model import build_model, resolve_device
+    from clipeval.classification.metrics import class_embeddings, load_classes, prompts_for
+    from clipeval.features.encode import encode_texts
+    from clipeval.features.feature_files import write_features
+    from clipeval.models.build import build_model, resolve_device
+    from clipeval.storage.jsonl import parse_json_option
 
     spec = load_classes(args.classes)
     device = resolve_device(args.device)

@@ -12,9 +12,9 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..evaluate import evaluate, load_ground_truth
-    from ..jsonl import write_json
-    from ..predictions import load_predictions
+    from clipeval.retrieval.cnclip_scorer import evaluate, load_ground_truth
+    from clipeval.retrieval.predictions import load_predictions
+    from clipeval.storage.jsonl import write_json
 
     result = evaluate(load_ground_truth(args.ground_truth, args.direction),
                       load_predictions(args.predictions, args.direction), args.recall_at)

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from ..numerics import add_options as add_numerics_options, pin
-from ._options import add_compute_options, add_model_options
+from clipeval.commands._options import add_compute_options, add_model_options
+from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "encode a dataset's images and/or captions"
 
@@ -20,14 +20,14 @@ def add_arguments(parser):
 
 def run(args):
     pin(args.numerics, args.threads)  # before anything imports torch
-    from ..captions import load_captions
-    from ..errors import ClipevalError
-    from ..extract import iter_image_features, iter_text_features
-    from ..features import write_feature_batches
-    from ..imagestore import ImageStore
-    from ..jsonl import parse_json_option
-    from ..model import build_model, resolve_device
-    from ..sharding import shard_bounds
+    from clipeval.data.captions import load_captions
+    from clipeval.data.image_lmdb import ImageStore
+    from clipeval.errors import ClipevalError
+    from clipeval.features.encode import iter_image_features, iter_text_features
+    from clipeval.features.feature_files import write_feature_batches
+    from clipeval.features.sharding import shard_bounds
+    from clipeval.models.build import build_model, resolve_device
+    from clipeval.storage.jsonl import parse_json_option
 
     if not (args.image_output or args.text_output):
         raise ClipevalError("nothing to do: give --image-output, --text-output or both")

@@ -10,7 +10,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..features import gather_features, write_features
+    from clipeval.features.feature_files import gather_features, write_features
 
     ids, matrix = gather_features(args.shards, args.id_key)
     write_features(args.output, args.id_key, ids, matrix)

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from ._options import add_labelled_import_options
+from clipeval.commands._options import add_labelled_import_options
 
 HELP = "import a CIFAR-10/100 python batch (classification)"
 
@@ -11,10 +11,10 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..cifar import png_images, read_cifar
-    from ..dataset import write_dataset
-    from ..imagefolder import read_templates
-    from ._options import report_import
+    from clipeval.commands._options import report_import
+    from clipeval.data.dataset import write_dataset
+    from clipeval.data.sources.cifar import png_images, read_cifar
+    from clipeval.data.sources.text_lists import read_templates
 
     templates = read_templates(args.templates)
     layout, pixels, labels, classnames = read_cifar(args.batch)

@@ -10,7 +10,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..cnclip import import_cnclip
-    from ._options import report_import
+    from clipeval.commands._options import report_import
+    from clipeval.data.sources.cnclip import import_cnclip
 
     report_import(import_cnclip(args.images, args.texts, args.out), args.out)

@@ -11,10 +11,10 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..annotations import coco_captions, read_id_list
-    from ..dataset import write_dataset
-    from ..imagefiles import read_image_files
-    from ._options import report_import
+    from clipeval.commands._options import report_import
+    from clipeval.data.dataset import write_dataset
+    from clipeval.data.sources.coco import coco_captions, read_id_list
+    from clipeval.data.sources.image_files import read_image_files
 
     only = read_id_list(args.image_ids) if args.image_ids else None
     files, captions = coco_captions(args.annotations, args.images, only)

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from ._options import add_labelled_import_options
+from clipeval.commands._options import add_labelled_import_options
 
 HELP = "import class folders + class names + templates (classification)"
 
@@ -12,10 +12,11 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..dataset import write_dataset
-    from ..imagefiles import read_image_files
-    from ..imagefolder import class_folders, image_files, read_classnames, read_templates
-    from ._options import report_import
+    from clipeval.commands._options import report_import
+    from clipeval.data.dataset import write_dataset
+    from clipeval.data.sources.image_files import read_image_files
+    from clipeval.data.sources.imagefolder import class_folders, image_files, read_classnames
+    from clipeval.data.sources.text_lists import read_templates
 
     entries = read_classnames(args.classnames)
     templates = read_templates(args.templates)

@@ -12,10 +12,10 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..annotations import karpathy_split
-    from ..dataset import write_dataset
-    from ..imagefiles import read_image_files
-    from ._options import report_import
+    from clipeval.commands._options import report_import
+    from clipeval.data.dataset import write_dataset
+    from clipeval.data.sources.image_files import read_image_files
+    from clipeval.data.sources.karpathy import karpathy_split
 
     files, captions = karpathy_split(args.annotations, args.images, args.split, args.image_id)
     source = {"format": "karpathy", "annotations": str(args.annotations), "images": str(args.images), "split": args.split,

@@ -11,9 +11,9 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..dataset import write_dataset
-    from ..shapes import CLASS_TEMPLATES, CLASSNAMES, generate_shapes
-    from ._options import report_import
+    from clipeval.commands._options import report_import
+    from clipeval.data.dataset import write_dataset
+    from clipeval.data.sources.shapes import CLASS_TEMPLATES, CLASSNAMES, generate_shapes
 
     images, captions, labels = generate_shapes(args.num_images, args.seed, args.first_image_id)
     source = {"format": "shapes", "num_images": args.num_images, "seed": args.seed}

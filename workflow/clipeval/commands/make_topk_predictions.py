@@ -13,20 +13,21 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..features import check_same_dimension, read_features
-    from ..jsonl import write_jsonl
-    from ..knn import DIRECTIONS, FaissSearcher, prediction_rows, top_k
+    from clipeval.features.feature_files import check_same_dimension, read_features
+    from clipeval.retrieval.directions import DIRECTIONS
+    from clipeval.retrieval.topk import FaissSearcher, prediction_rows, top_k
+    from clipeval.storage.jsonl import write_jsonl
 
     sides = {
         "images": (args.image_feats, *read_features(args.image_feats, "image_id")),
         "texts": (args.text_feats, *read_features(args.text_feats, "text_id")),
     }
     check_same_dimension(sides["images"][0], sides["images"][2], sides["texts"][0], sides["texts"][2])
-    query_side, gallery_side, _, _ = DIRECTIONS[args.direction]
-    _, query_ids, queries = sides[query_side]
-    _, gallery_ids, gallery = sides[gallery_side]
+    direction = DIRECTIONS[args.direction]
+    _, query_ids, queries = sides[direction.query_side]
+    _, gallery_ids, gallery = sides[direction.gallery_side]
     searcher = FaissSearcher(gallery, args.device)
     ids, scores = top_k(queries, gallery, gallery_ids, args.top_k, searcher)
-    write_jsonl(args.output, prediction_rows(query_ids, ids, scores, args.direction))
+    write_jsonl(args.output, prediction_rows(query_ids, ids, scores, direction))
     where = "GPU" if searcher.uses_gpu else "CPU"
     print(f"{args.direction}: top-{ids.shape[1]} for {len(query_ids)} queries over {len(gallery_ids)} items ({where})")

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from ._options import add_score_output_options
+from clipeval.commands._options import add_score_output_options
 
 HELP = "zero-shot top-1/top-5, per-class metrics"
 
@@ -14,11 +14,11 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..classification import align_labels, load_classes, load_labels, score_classification
-    from ..errors import ClipevalError
-    from ..features import check_same_dimension, read_features
-    from ..provenance import result_provenance
-    from ._options import write_scores
+    from clipeval.classification.metrics import align_labels, load_classes, load_labels, score_classification
+    from clipeval.commands._options import write_scores
+    from clipeval.errors import ClipevalError
+    from clipeval.features.feature_files import check_same_dimension, read_features
+    from clipeval.reporting.provenance import result_provenance
 
     spec = load_classes(args.classes)
     label_ids, labels = load_labels(args.labels, len(spec.classnames))

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from ._options import add_score_output_options
+from clipeval.commands._options import add_score_output_options
 
 HELP = "recall@K, ranks, Rsum and mean recall, both ways"
 
@@ -18,13 +18,13 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..captions import load_captions
-    from ..errors import ClipevalError
-    from ..features import check_same_dimension, read_features
-    from ..predictions import load_predictions
-    from ..provenance import result_provenance
-    from ..retrieval_ranks import FeatureSet, score_retrieval
-    from ._options import write_scores
+    from clipeval.commands._options import write_scores
+    from clipeval.data.captions import load_captions
+    from clipeval.errors import ClipevalError
+    from clipeval.features.feature_files import check_same_dimension, read_features
+    from clipeval.reporting.provenance import result_provenance
+    from clipeval.retrieval.metrics import FeatureSet, score_retrieval
+    from clipeval.retrieval.predictions import load_predictions
 
     if bool(args.t2i) != bool(args.i2t):
         raise ClipevalError("give both --t2i and --i2t, or neither")

@@ -13,7 +13,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from ..summary import summarize
+    from clipeval.reporting.summary import summarize
 
     outputs = {"csv": args.csv, "markdown": args.markdown, "averages": args.averages, "comparisons": args.comparisons}
     rows = summarize([tuple(entry) for entry in args.entry or []], args.comparison or [], outputs)

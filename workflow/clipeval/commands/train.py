@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from ..numerics import add_options as add_numerics_options, pin
+from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "train a CLIP from scratch on a prepared dataset"
 
@@ -18,6 +18,6 @@ def add_arguments(parser):
 
 def run(args):
     pin(args.numerics, args.threads)  # before anything imports torch
-    from ..train import train_clip
+    from clipeval.models.training import train_clip
 
     train_clip(args.arch, args.dataset, args.output, args.epochs, args.batch_size, args.lr, args.seed)

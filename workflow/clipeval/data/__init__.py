@@ -1,0 +1,1 @@
+"""Datasets: the image LMDB, captions, the prepared dataset directory, and the source formats."""

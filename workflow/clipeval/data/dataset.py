@@ -1,0 +1,106 @@
+"""A prepared dataset directory: images.lmdb + texts.jsonl + meta.json."""
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from clipeval.data.captions import Captions, check_references, load_captions
+from clipeval.data.image_lmdb import ImageStore, write_image_store
+from clipeval.errors import ClipevalError
+from clipeval.storage.jsonl import read_json, write_json, write_jsonl
+
+
+class _ChecksummedImages:
+    """Pass images through while remembering a digest per id."""
+
+    def __init__(self, images: Iterable[tuple[int, bytes]]):
+        self._images = images
+        self.digests: dict[int, bytes] = {}
+
+    def __iter__(self):
+        for image_id, raw in self._images:
+            self.digests[image_id] = hashlib.sha256(raw).digest()
+            yield image_id, raw
+
+
+def content_checksum(image_digests: dict[int, bytes], *files) -> str:
+    """sha256 over the images in id order and the annotation files: stable across runs."""
+    total = hashlib.sha256()
+    for image_id in sorted(image_digests):
+        total.update(f"{image_id}:".encode())
+        total.update(image_digests[image_id])
+    for path in files:
+        total.update(Path(path).read_bytes())
+    return "sha256:" + total.hexdigest()
+
+
+def caption_rows(captions: Captions) -> Iterable[dict]:
+    for text_id, text, image_ids in zip(captions.text_ids, captions.texts, captions.image_ids):
+        yield {"text_id": int(text_id), "text": text, "image_ids": image_ids.tolist()}
+
+
+def write_class_files(out_dir, labels: list[tuple[int, int]], classnames: list[str], templates: list[str]) -> list[Path]:
+    """labels.jsonl and classes.json, for datasets that carry classification labels."""
+    out_dir = Path(out_dir)
+    write_jsonl(out_dir / "labels.jsonl", ({"image_id": i, "label": label} for i, label in labels))
+    write_json(out_dir / "classes.json", {"classnames": classnames, "templates": templates})
+    return [out_dir / "labels.jsonl", out_dir / "classes.json"]
+
+
+def write_texts_and_meta(
+    out_dir, captions: Captions | None, image_ids: np.ndarray, image_digests: dict[int, bytes], source: dict, extra_files=()
+) -> dict:
+    """Write texts.jsonl (when there are captions) and meta.json for images already in place; return meta."""
+    out_dir = Path(out_dir)
+    counts = {"images": int(len(image_ids))}
+    caption_files = []
+    if captions is not None:
+        texts_path = out_dir / "texts.jsonl"
+        write_jsonl(texts_path, caption_rows(captions))
+        captioned = np.isin(image_ids, captions.referenced_image_ids())
+        counts.update(texts=int(len(captions)), images_without_caption=int((~captioned).sum()))
+        caption_files = [texts_path]
+    meta = {
+        "counts": counts,
+        "checksum": content_checksum(image_digests, *caption_files, *extra_files),
+        "source": source,
+    }
+    write_json(out_dir / "meta.json", meta)
+    return meta
+
+
+def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captions | None, source: dict, classes=None) -> dict:
+    """Write a whole prepared dataset; nothing is left behind if validation fails.
+
+    `captions` is None for a classification-only dataset. `classes`, when
+    given, is (labels as (image_id, label) pairs, classnames, templates).
+    """
+    out_dir = Path(out_dir)
+    created = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store_path = out_dir / "images.lmdb"
+    try:
+        checksummed = _ChecksummedImages(images)
+        write_image_store(store_path, checksummed)
+        image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
+        if not len(image_ids):
+            raise ClipevalError(f"{source.get('images', out_dir)}: the dataset has no images")
+        if captions is not None:
+            check_references(captions, image_ids, source.get("texts", out_dir / "texts.jsonl"))
+        extra_files = write_class_files(out_dir, *classes) if classes else []
+        return write_texts_and_meta(out_dir, captions, image_ids, checksummed.digests, source, extra_files)
+    except BaseException:
+        shutil.rmtree(out_dir if created else store_path, ignore_errors=True)
+        raise
+
+
+def load_dataset_meta(dataset_dir) -> dict:
+    return read_json(Path(dataset_dir) / "meta.json")
+
+
+def open_dataset(dataset_dir) -> tuple[ImageStore, Captions]:
+    dataset_dir = Path(dataset_dir)
+    return ImageStore(dataset_dir / "images.lmdb"), load_captions(dataset_dir / "texts.jsonl")

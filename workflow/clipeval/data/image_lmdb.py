@@ -1,0 +1,126 @@
+"""Images in LMDB, Chinese-CLIP layout.
+
+Key `str(image_id).encode()`, value the base64 of the original encoded image
+bytes, plus `b"num_images"` holding the decimal count.
+"""
+
+import base64
+import binascii
+import io
+from pathlib import Path
+from typing import Iterable
+
+import lmdb
+import numpy as np
+from PIL import Image
+
+from clipeval.errors import ClipevalError
+from clipeval.storage.atomic import atomic_output
+
+COUNT_KEY = b"num_images"
+_INITIAL_MAP_SIZE = 64 << 20
+
+
+def decode_image(raw: bytes, where: str) -> Image.Image:
+    """Decode encoded image bytes to RGB, or raise naming `where`."""
+    try:
+        image = Image.open(io.BytesIO(raw))
+        image.load()
+    except Exception as error:  # PIL raises many types for corrupt data
+        raise ClipevalError(f"{where}: image does not decode ({type(error).__name__})") from None
+    return image.convert("RGB")
+
+
+_URLSAFE_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+
+
+def decode_base64(value: bytes, where: str) -> bytes:
+    """Standard or URL-safe base64, as Chinese-CLIP's reader accepts both."""
+    try:
+        return base64.b64decode(bytes(value).translate(_URLSAFE_TO_STANDARD), validate=True)
+    except (binascii.Error, ValueError):
+        raise ClipevalError(f"{where}: value is not valid base64") from None
+
+
+def write_image_store(path, images: Iterable[tuple[int, bytes]]) -> int:
+    """Write (image_id, encoded bytes) pairs to a new LMDB at `path`, atomically.
+
+    The map starts small and doubles when full, instead of preallocating.
+    Duplicate ids are an error. Returns the number of images written.
+    """
+    path = Path(path)
+    with atomic_output(path) as temporary:
+        env = lmdb.open(str(temporary), map_size=_INITIAL_MAP_SIZE, subdir=True, lock=True)
+        try:
+            count = 0
+            for image_id, raw in images:
+                key = str(image_id).encode()
+                value = base64.b64encode(raw)
+                while True:
+                    try:
+                        with env.begin(write=True) as txn:
+                            if not txn.put(key, value, overwrite=False):
+                                raise ClipevalError(f"{path}: duplicate image_id {image_id}")
+                        break
+                    except lmdb.MapFullError:
+                        env.set_mapsize(env.info()["map_size"] * 2)
+                count += 1
+            with env.begin(write=True) as txn:
+                txn.put(COUNT_KEY, str(count).encode())
+        finally:
+            env.close()
+    return count
+
+
+class ImageStore:
+    """Read-only access to an LMDB image store; safe to reopen in worker processes."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise ClipevalError(f"{self.path}: image LMDB directory not found")
+        self._env = None
+
+    def _open(self):
+        if self._env is None:
+            try:
+                self._env = lmdb.open(
+                    str(self.path), readonly=True, lock=False, readahead=False, meminit=False
+                )
+            except lmdb.Error as error:
+                raise ClipevalError(f"{self.path}: not a readable LMDB ({error})") from None
+        return self._env
+
+    def close(self):
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
+    def __getstate__(self):
+        # An open LMDB environment must not cross a fork; workers reopen it.
+        return {"path": self.path, "_env": None}
+
+    def image_ids(self) -> np.ndarray:
+        """All image ids in ascending order."""
+        ids = []
+        with self._open().begin() as txn:
+            for key in txn.cursor().iternext(keys=True, values=False):
+                if key == COUNT_KEY:
+                    continue
+                try:
+                    ids.append(int(key))
+                except ValueError:
+                    raise ClipevalError(f"{self.path}: key {key!r} is not an integer image id") from None
+        if not ids:
+            raise ClipevalError(f"{self.path}: the image store holds no images")
+        return np.array(sorted(ids), dtype=np.int64)
+
+    def encoded_bytes(self, image_id: int) -> bytes:
+        with self._open().begin() as txn:
+            value = txn.get(str(image_id).encode())
+        if value is None:
+            raise ClipevalError(f"{self.path}: no image with image_id {image_id}")
+        return decode_base64(value, f"{self.path}: image_id {image_id}")
+
+    def image(self, image_id: int) -> Image.Image:
+        return decode_image(self.encoded_bytes(image_id), f"{self.path}: image_id {image_id}")

@@ -1,0 +1,1 @@
+"""Importers, one module per source format a benchmark ships in."""

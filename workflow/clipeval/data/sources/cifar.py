@@ -1,0 +1,108 @@
+"""CIFAR-10/100 python batches (`cifar-10-batches-py/test_batch`, `cifar-100-python/test`).
+
+A pickle is a program: loading one may call any importable function. These
+files only hold dicts, lists, bytes, numbers and uint8 arrays, so the
+unpickler resolves nothing but numpy's array reconstruction; any other
+global is refused before it can run.
+"""
+
+import importlib
+import io
+import pickle
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+from PIL import Image
+
+from clipeval.errors import ClipevalError
+
+
+def _numpy_reconstruct():
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            return importlib.import_module(name)._reconstruct
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError("numpy's array reconstruction is not importable")
+
+
+ALLOWED_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"): _numpy_reconstruct(),
+    ("numpy._core.multiarray", "_reconstruct"): _numpy_reconstruct(),
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): np.dtype,
+}
+# label key, class-names file, class-names key, per format
+LAYOUTS = {
+    "cifar10": (b"labels", "batches.meta", b"label_names"),
+    "cifar100": (b"fine_labels", "meta", b"fine_label_names"),
+}
+
+
+class PlainDataUnpickler(pickle.Unpickler):
+    def __init__(self, handle, path):
+        super().__init__(handle, encoding="bytes")
+        self.path = path
+
+    def find_class(self, module, name):
+        allowed = ALLOWED_GLOBALS.get((module, name))
+        if allowed is None:
+            raise ClipevalError(f"{self.path}: refusing to load {module}.{name}: a dataset pickle may hold plain data only")
+        return allowed
+
+
+def load_plain_pickle(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ClipevalError(f"{path}: file not found")
+    with open(path, "rb") as handle:
+        try:
+            data = PlainDataUnpickler(handle, path).load()
+        except ClipevalError:
+            raise
+        except Exception as error:  # a truncated or foreign file fails in many ways
+            raise ClipevalError(f"{path}: not a readable CIFAR pickle ({type(error).__name__}: {error})") from None
+    if not isinstance(data, dict):
+        raise ClipevalError(f"{path}: expected a dict at the top level")
+    return data
+
+
+def detect_layout(batch: dict, path) -> str:
+    for layout, (label_key, _, _) in LAYOUTS.items():
+        if label_key in batch:
+            return layout
+    raise ClipevalError(f"{path}: no b'labels' (CIFAR-10) or b'fine_labels' (CIFAR-100) key")
+
+
+def cifar_classnames(meta_path, layout: str) -> list[str]:
+    """Class names from the batch's meta file, underscores read as spaces ("aquarium_fish")."""
+    names = load_plain_pickle(meta_path).get(LAYOUTS[layout][2])
+    if not isinstance(names, list) or not names or not all(isinstance(n, bytes) for n in names):
+        raise ClipevalError(f"{meta_path}: expected a list of class names under {LAYOUTS[layout][2]!r}")
+    return [n.decode("utf-8").replace("_", " ") for n in names]
+
+
+def read_cifar(batch_path) -> tuple[str, np.ndarray, list[int], list[str]]:
+    """(layout, images as N×32×32×3 uint8, labels, class names) from a batch and the meta file beside it."""
+    batch_path = Path(batch_path)
+    batch = load_plain_pickle(batch_path)
+    layout = detect_layout(batch, batch_path)
+    data, labels = batch.get(b"data"), batch[LAYOUTS[layout][0]]
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
+        raise ClipevalError(f"{batch_path}: b'data' must be a uint8 array of rows of 3072 values")
+    if not isinstance(labels, list) or len(labels) != len(data):
+        raise ClipevalError(f"{batch_path}: expected {len(data)} labels, one per image")
+    classnames = cifar_classnames(batch_path.parent / LAYOUTS[layout][1], layout)
+    for index, label in enumerate(labels):
+        if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < len(classnames):
+            raise ClipevalError(f"{batch_path}: image {index} has label {label!r}, not a class index below {len(classnames)}")
+    return layout, data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), labels, classnames
+
+
+def png_images(pixels: np.ndarray, first_image_id: int) -> Iterator[tuple[int, bytes]]:
+    """Each image as lossless PNG bytes, ids counting up from first_image_id in file order."""
+    for index, image in enumerate(pixels):
+        buffer = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(image), "RGB").save(buffer, format="PNG")
+        yield first_image_id + index, buffer.getvalue()

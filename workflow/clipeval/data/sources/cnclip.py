@@ -1,0 +1,58 @@
+"""Chinese-CLIP data: `*_imgs.tsv` (image_id TAB base64) or an image LMDB, plus `*_texts.jsonl`."""
+
+from pathlib import Path
+from typing import Iterator
+
+from clipeval.data.captions import load_captions
+from clipeval.data.dataset import write_dataset
+from clipeval.data.image_lmdb import ImageStore, decode_base64, decode_image
+from clipeval.errors import ClipevalError
+
+
+def read_image_tsv(path) -> Iterator[tuple[int, bytes]]:
+    """Yield (image_id, encoded bytes) per line, checking each image decodes."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClipevalError(f"{path}: file not found")
+    first_line_of = {}
+    with open(path, "rb") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            line = line.rstrip(b"\r\n")
+            if not line:
+                continue
+            fields = line.split(b"\t")
+            where = f"{path}:{line_number}"
+            if len(fields) != 2:
+                raise ClipevalError(f"{where}: expected 2 tab-separated fields (image_id, base64), got {len(fields)}")
+            try:
+                image_id = int(fields[0])
+            except ValueError:
+                raise ClipevalError(f"{where}: image_id {fields[0].decode(errors='replace')!r} is not an integer") from None
+            if image_id < 0:
+                raise ClipevalError(f"{where}: image_id {image_id} is negative")
+            if image_id in first_line_of:
+                raise ClipevalError(f"{where}: duplicate image_id {image_id} (first on line {first_line_of[image_id]})")
+            first_line_of[image_id] = line_number
+            raw = decode_base64(fields[1], f"{where}: image_id {image_id}")
+            decode_image(raw, f"{where}: image_id {image_id}")
+            yield image_id, raw
+
+
+def read_image_lmdb(path) -> Iterator[tuple[int, bytes]]:
+    store = ImageStore(path)
+    try:
+        for image_id in store.image_ids():
+            raw = store.encoded_bytes(int(image_id))
+            decode_image(raw, f"{path}: image_id {image_id}")
+            yield int(image_id), raw
+    finally:
+        store.close()
+
+
+def import_cnclip(images, texts, out_dir) -> dict:
+    """Write out_dir/images.lmdb, texts.jsonl and meta.json from Chinese-CLIP files."""
+    images = Path(images)
+    captions = load_captions(texts)
+    reader = read_image_lmdb if images.is_dir() else read_image_tsv
+    source = {"format": "cnclip", "images": str(images), "texts": str(texts)}
+    return write_dataset(out_dir, reader(images), captions, source)

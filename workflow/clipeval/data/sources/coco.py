@@ -1,0 +1,58 @@
+"""COCO caption files (captions_val2017.json) and image-id lists that select from them."""
+
+from pathlib import Path
+
+from clipeval.data.captions import Captions
+from clipeval.data.sources.annotation_json import CaptionCollector, list_field
+from clipeval.errors import ClipevalError
+from clipeval.storage.ids import require_id
+from clipeval.storage.jsonl import read_json
+
+
+def coco_captions(annotations, image_dir, only_image_ids=None) -> tuple[list[tuple[int, Path]], Captions]:
+    """Images and captions of a COCO captions file, optionally restricted to some image ids."""
+    path = Path(annotations)
+    data = read_json(path)
+    files = {}
+    for index, image in enumerate(list_field(data, "images", path)):
+        where = f"{path}: images[{index}]"
+        image_id = require_id(image.get("id") if isinstance(image, dict) else None, where, "image id")
+        if image_id in files:
+            raise ClipevalError(f"{where}: duplicate image id {image_id}")
+        if not isinstance(image.get("file_name"), str):
+            raise ClipevalError(f"{where}: image id {image_id} has no file_name")
+        files[image_id] = Path(image_dir) / image["file_name"]
+    if only_image_ids is not None:
+        missing = sorted(set(only_image_ids) - set(files))
+        if missing:
+            raise ClipevalError(f"image id {missing[0]} of the selection is not in {path}")
+        files = {image_id: files[image_id] for image_id in only_image_ids}
+    collector = CaptionCollector(path)
+    for index, note in enumerate(list_field(data, "annotations", path)):
+        where = f"{path}: annotations[{index}]"
+        if not isinstance(note, dict):
+            raise ClipevalError(f"{where}: expected an object")
+        image_id = require_id(note.get("image_id"), where, "image_id")
+        if image_id not in files:
+            if only_image_ids is None:
+                raise ClipevalError(f"{where}: caption id {note.get('id')} points to unknown image id {image_id}")
+            continue
+        collector.add(note.get("id"), note.get("caption"), image_id, where)
+    return sorted(files.items()), collector.captions()
+
+
+def read_id_list(path) -> list[int]:
+    """Image ids, one per line (blank lines ignored)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClipevalError(f"{path}: file not found")
+    ids = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.strip():
+            try:
+                ids.append(require_id(int(line.strip()), f"{path}:{number}", "image id"))
+            except ValueError:
+                raise ClipevalError(f"{path}:{number}: image id {line.strip()!r} is not an integer") from None
+    if len(set(ids)) != len(ids):
+        raise ClipevalError(f"{path}: image ids repeat")
+    return ids

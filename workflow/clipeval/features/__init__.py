@@ -1,0 +1,1 @@
+"""Feature extraction and the feature files it writes."""

@@ -1,0 +1,1 @@
+"""open_clip models: building them, checkpoints, training, and the pinned numerics."""

@@ -1,0 +1,98 @@
+"""Pin the numerical code path of torch's CPU libraries, so results do not depend on the machine.
+
+Which kernels torch runs on a CPU is decided at run time: ATen picks a vector
+width (default, AVX2, AVX-512), oneDNN JIT-compiles convolutions for the best
+instruction set, MKL dispatches its matrix products by CPU, and every one of
+them splits work by thread count. Each choice rounds differently, and a
+training run amplifies the last-bit differences into other numbers. The
+"portable" profile fixes all of it; docs/REPRODUCIBILITY.md has the measurements.
+
+The settings are read when the libraries load, so `pin` must run before torch
+is imported: each command that computes with torch calls it first thing.
+"""
+
+import os
+import sys
+
+from clipeval.errors import ClipevalError
+
+PROFILES = ("portable", "native")
+
+# The code paths the portable profile forces: ATen's and oneDNN's AVX2 kernels,
+# which every x86-64 CPU with AVX2 runs alike, MKL's COMPATIBLE branch, which
+# Intel documents to give the same results on Intel and non-Intel CPUs, and no
+# run-time adjustment of thread counts under load.
+PORTABLE_ENVIRONMENT = {
+    "MKL_CBWR": "COMPATIBLE",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "MKL_DYNAMIC": "FALSE",
+    "OMP_DYNAMIC": "FALSE",
+}
+PORTABLE_CAPABILITY = "AVX2"
+# Reductions split by thread count, so the portable profile computes with this
+# many threads whatever the machine or the scheduler offers.
+PORTABLE_THREADS = 2
+
+
+def add_options(parser) -> None:
+    """--numerics and --threads, for the commands that compute with torch."""
+    parser.add_argument("--numerics", choices=PROFILES, default="portable",
+                        help="portable (default): the same bits on every x86-64 CPU with AVX2; native: the CPU's"
+                             " fastest code path")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads under --numerics native")
+
+
+class NumericsError(ClipevalError):
+    """The portable code path cannot be taken here."""
+
+
+def pin(profile: str, threads: int | None = None) -> int:
+    """Fix the code path for `profile` and return the thread count computations will use.
+
+    native keeps the libraries' own choices and uses `threads` (or torch's
+    default): fastest, reproducible only on the same CPU with the same count.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"unknown numerics profile {profile!r} (choose from {', '.join(PROFILES)})")
+    if profile == "portable":
+        _check_environment()
+        if "torch" in sys.modules and any(os.environ.get(k) != v for k, v in PORTABLE_ENVIRONMENT.items()):
+            raise NumericsError("torch was imported before the portable code path could be pinned")
+        os.environ.update(PORTABLE_ENVIRONMENT)
+        threads = PORTABLE_THREADS
+    import torch
+
+    if profile == "portable" and torch.backends.cpu.get_cpu_capability() != PORTABLE_CAPABILITY:
+        raise NumericsError(f"this CPU runs torch's {torch.backends.cpu.get_cpu_capability()} kernels, not"
+                            f" {PORTABLE_CAPABILITY}: the portable numerics profile needs an x86-64 CPU with AVX2"
+                            " (set numerics: native to run here, with numbers that differ from other machines)")
+
+    if threads:
+        torch.set_num_threads(threads)
+    # On CUDA, deterministic kernels and no TF32 rounding of fp32 work.
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch.get_num_threads()
+
+
+def _check_environment() -> None:
+    """A caller's own setting of a pinned variable would silently change the code path: refuse it."""
+    for key, value in PORTABLE_ENVIRONMENT.items():
+        given = os.environ.get(key)
+        if given is not None and given.upper() != value.upper():
+            raise NumericsError(f"the environment sets {key}={given}, but the portable numerics profile needs"
+                                f" {key}={value}: unset it, or set numerics: native")
+
+
+def code_path() -> dict:
+    """What the libraries actually run, for provenance."""
+    import torch
+
+    return {
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+        **{key: os.environ.get(key) for key in PORTABLE_ENVIRONMENT},
+    }

@@ -1,0 +1,1 @@
+"""Summaries and provenance of results."""

@@ -1,0 +1,30 @@
+"""The ranking rule every stage orders by (docs/ARCHITECTURE.md, "The ranking rule").
+
+Items are ordered by descending score, then ascending id. The score of a pair
+is the float64 sum of the products of its float32 features, computed here
+and nowhere else, so a pair gets the same score wherever it is ranked: top-k
+lists, full ranks and classification.
+"""
+
+import numpy as np
+
+
+def exact_scores(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """float64 dot products along the last axis (broadcast).
+
+    The products of float32 values are exact in float64 and the sum runs over
+    the same values in the same order for identical vectors, so duplicate
+    items score identically: their tie is kept, not broken by rounding noise.
+    """
+    return (left.astype(np.float64) * right.astype(np.float64)).sum(axis=-1)
+
+
+def score_tolerance(queries: np.ndarray, gallery: np.ndarray) -> float:
+    """A bound on the error of a float32 dot product relative to the exact one."""
+    largest = float(np.linalg.norm(queries, axis=1).max() * np.linalg.norm(gallery, axis=1).max())
+    return 2.0 * queries.shape[1] * np.finfo(np.float32).eps * largest
+
+
+def order_by_ranking_rule(scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Per row, the column order: descending score, then ascending id."""
+    return np.lexsort((ids, -scores), axis=-1)

@@ -1,0 +1,1 @@
+"""Bootstrap intervals and paired comparisons of models."""

@@ -1,0 +1,1 @@
+"""How artifacts are written and read: atomic outputs, jsonl, ids."""

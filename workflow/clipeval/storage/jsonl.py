@@ -1,0 +1,91 @@
+"""jsonl reading and writing through jsonlines with orjson."""
+
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import jsonlines
+import orjson
+
+from clipeval.errors import ClipevalError
+from clipeval.storage.atomic import atomic_output
+from clipeval.storage.ids import require_id
+
+
+def _dumps(obj) -> str:
+    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+def read_jsonl(path) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, object) for each line; malformed lines raise ClipevalError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClipevalError(f"{path}: file not found")
+    with open(path, "rb") as handle:
+        reader = jsonlines.Reader(handle, loads=orjson.loads)
+        line_number = 0
+        try:
+            for line_number, obj in enumerate(reader.iter(skip_empty=True), start=1):
+                if not isinstance(obj, dict):
+                    raise ClipevalError(f"{path}:{line_number}: expected a JSON object")
+                yield line_number, obj
+        except jsonlines.InvalidLineError as error:
+            raise ClipevalError(f"{path}:{error.lineno}: malformed JSON line") from None
+
+
+def read_keyed_jsonl(path, id_key: str, duplicate: str = "duplicate {key} {id}") -> Iterator[tuple[str, int, dict]]:
+    """Yield ("file:line", id, object) per line; ids must be unique non-negative integers.
+
+    `duplicate` words the error for a repeated id ({key} and {id} are filled in).
+    """
+    first_line = {}
+    for line, row in read_jsonl(path):
+        where = f"{path}:{line}"
+        row_id = require_id(row.get(id_key), where, id_key)
+        if row_id in first_line:
+            message = duplicate.format(key=id_key, id=row_id)
+            raise ClipevalError(f"{where}: {message} (first on line {first_line[row_id]})")
+        first_line[row_id] = line
+        yield where, row_id, row
+
+
+def write_jsonl(path, rows: Iterable[dict]) -> int:
+    """Write rows atomically; return how many were written."""
+    count = 0
+    with atomic_output(path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            writer = jsonlines.Writer(handle, dumps=_dumps)
+            for row in rows:
+                writer.write(row)
+                count += 1
+    return count
+
+
+def read_json(path) -> dict:
+    """A JSON file holding one object."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClipevalError(f"{path}: file not found")
+    try:
+        data = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise ClipevalError(f"{path}: malformed JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ClipevalError(f"{path}: expected a JSON object at the top level")
+    return data
+
+
+def parse_json_option(text, option: str):
+    """The value of a command-line option that carries JSON, or None when it is absent."""
+    if not text:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise ClipevalError(f"{option}: malformed JSON ({error})") from None
+
+
+def write_json(path, obj, compact: bool = False) -> None:
+    """Write key-sorted JSON atomically, so equal content gives equal bytes; pretty unless compact."""
+    option = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY | (0 if compact else orjson.OPT_INDENT_2)
+    with atomic_output(path) as temporary:
+        Path(temporary).write_bytes(orjson.dumps(obj, option=option) + b"\n")
