@@ -17,6 +17,7 @@ validate(config, "config/schema.yaml")
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/inputs.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/extract.smk"

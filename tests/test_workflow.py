@@ -76,8 +76,11 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "logs/extract/tiny-shapes/shapes-test/texts.log",
         "logs/extract/tiny-shapes/shapes-test/images-0.log",
         "results/models/tiny-shapes/meta.json",
+        "logs/extract/tiny-shapes/meta.log",
         "logs/knn/tiny-shapes/shapes-test/t2i.log",
         "logs/score/tiny-shapes/shapes-test.log",
+        "logs/classify/tiny-shapes/shapes-classes/classes.log",
+        "logs/classify/tiny-shapes/shapes-classes/score.log",
         "logs/summary.log",
     ]
     assert [p for p in expected if not (default_run / p).exists()] == []

@@ -21,7 +21,7 @@ rule encode_classes:
     resources:
         **speed_knobs("extract"),
     log:
-        "logs/extract/{model}/{dataset}/classes.log",
+        "logs/classify/{model}/{dataset}/classes.log",
     conda:
         ENV_FILE
     shell:
@@ -42,7 +42,7 @@ rule score_classification:
         result_config=result_config,
         code=code_fingerprint("score-classification"),
     log:
-        "logs/score/{model}/{dataset}.log",
+        "logs/classify/{model}/{dataset}/score.log",
     conda:
         ENV_FILE
     shell:

@@ -21,7 +21,7 @@ rule describe_model:
         definition=definition,
         code=code_fingerprint("describe-model"),
     log:
-        "logs/describe/{model}.log",
+        "logs/extract/{model}/meta.log",
     conda:
         ENV_FILE
     shell:
@@ -39,7 +39,7 @@ rule describe_features_model:
     params:
         code=code_fingerprint("describe-features"),
     log:
-        "logs/describe/{model}.log",
+        "logs/extract/{model}/meta.log",
     conda:
         ENV_FILE
     shell:

@@ -52,7 +52,7 @@ checkpoint prepare_cnclip:
 
 
 # Image folders are passed as params and tracked by the content of their
-# files (image_folder_digest in common.smk); annotation files are inputs.
+# files (image_folder_digest in inputs.smk); annotation files are inputs.
 
 
 checkpoint prepare_karpathy:
