@@ -133,8 +133,8 @@ MATRIX = {
                             REEXTRACT_BOTH),
     "speed knobs": (config_change(lambda c: (c["extract"].update(batch_size=16, num_workers=2, device="cpu"),
                                              c["knn"].update(device="cpu"))), {}),
-    "knn module source": (lambda w: append_comment(w, "knn.py"), {"knn": 4, "score_retrieval": 2, **FINISH}),
-    "summary module source": (lambda w: append_comment(w, "summary.py"), FINISH),
+    "top-k module source": (lambda w: append_comment(w, "retrieval/topk.py"), {"knn": 4, "score_retrieval": 2, **FINISH}),
+    "summary module source": (lambda w: append_comment(w, "reporting/summary.py"), FINISH),
     "touch without content change": (touch_without_change, {}),
 }
 
