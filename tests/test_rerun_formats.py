@@ -179,12 +179,15 @@ def rule_of_log(path, config):
     if stage == "prepare":
         return f"prepare_{config['datasets'][path.stem]['format']}"
     if stage == "extract":
-        return {"texts": "extract_text_features", "gather": "gather_image_features",
-                "classes": "encode_classes"}.get(path.stem, "extract_image_shard")
+        if len(parts) == 3:  # extract/{model}/meta.log
+            return "describe_model"
+        return {"texts": "extract_text_features", "gather": "gather_image_features"}.get(path.stem,
+                                                                                        "extract_image_shard")
+    if stage == "classify":
+        return {"classes": "encode_classes", "score": "score_classification"}[path.stem]
     if stage == "score":
-        return f"score_{config['datasets'][path.stem]['task']}"
-    return {"train": "train", "describe": "describe_model", "knn": "knn", "compare": "compare_models",
-            "summary.log": "summary"}[stage]
+        return "score_retrieval"
+    return {"train": "train", "knn": "knn", "compare": "compare_models", "summary.log": "summary"}[stage]
 
 
 def modules_loaded_by_rule(workdir):
