@@ -1,11 +1,13 @@
-"""Pin the numerical code path of torch's CPU libraries, so results do not depend on the machine.
+"""Pin the numerical code path of torch's CPU libraries, so results do not depend on threads, load or dispatch.
 
 Which kernels torch runs on a CPU is decided at run time: ATen picks a vector
 width (default, AVX2, AVX-512), oneDNN JIT-compiles convolutions for the best
 instruction set, MKL dispatches its matrix products by CPU, and every one of
 them splits work by thread count. Each choice rounds differently, and a
 training run amplifies the last-bit differences into other numbers. The
-"portable" profile fixes all of it; docs/REPRODUCIBILITY.md has the measurements.
+"portable" profile pins each of these choices. On one machine that gives the
+same bits whatever its cores and load; across CPU vendors it does not hold
+yet (an AMD EPYC differs from an Intel Xeon): docs/REPRODUCIBILITY.md.
 
 The settings are read when the libraries load, so `pin` must run before torch
 is imported: each command that computes with torch calls it first thing.
