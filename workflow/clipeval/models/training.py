@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from clipeval.data.dataset import open_dataset
 from clipeval.models import build as model_module
+from clipeval.models.optimizer import PortableAdamW
 from clipeval.storage.atomic import atomic_output
 
 
@@ -60,7 +61,7 @@ def train_clip(arch, dataset_dir, output, epochs, batch_size, lr, seed, weight_d
 
     steps_per_epoch = max(1, len(images) // batch_size)
     total_steps = epochs * steps_per_epoch
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    optimizer = PortableAdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
     history = []
     progress = tqdm(total=total_steps, desc="train", unit="step", mininterval=5)
