@@ -6,6 +6,7 @@ CPUs are imitated by capping the instruction sets the libraries may use
 (what an older or other-vendor CPU would offer them).
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 import pytest
 
 from conftest import run_cli
+from emulated_cpu import emulator_prefix, other_vendor_cpu
 
 # What other x86-64 CPUs would offer the libraries. MKL's dispatch by CPU is
 # imitated with MKL_ENABLE_INSTRUCTIONS; ATen's and oneDNN's by their caps.
@@ -153,3 +155,35 @@ def test_a_wrong_numerics_profile_is_refused(small_data, tmp_path):
     result = run_cli("train", "--arch", "clipeval-tiny", "--dataset", small_data / "train", "--epochs", 1,
                      "--batch-size", 32, "--lr", 0.001, "--seed", 0, "--output", tmp_path / "x.pt", "--numerics", "fast")
     assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr
+
+
+# Several commands in one interpreter: under emulation, importing torch is
+# most of the cost, so it is paid once.
+RUN_COMMANDS = "import json, sys; from clipeval.cli import main; sys.exit(max(main(c) for c in json.loads(sys.argv[1])))"
+
+
+def train_and_extract(data, out, prefix=()):
+    """Train two AdamW steps, extract features of images and captions; return the files' bytes."""
+    out.mkdir()
+    commands = [
+        ["train", "--arch", "clipeval-tiny", "--dataset", data / "train", "--epochs", 1, "--batch-size", 8,
+         "--lr", 0.001, "--seed", 0, "--output", out / "checkpoint.pt"],
+        ["extract-features", "--arch", "clipeval-tiny", "--pretrained", out / "checkpoint.pt",
+         "--images", data / "test/images.lmdb", "--image-output", out / "images.jsonl",
+         "--texts", data / "test/texts.jsonl", "--text-output", out / "texts.jsonl",
+         "--num-workers", 0],  # QEMU's user mode loses forked loader workers
+    ]
+    argument = json.dumps([[str(arg) for arg in command] for command in commands])
+    result = subprocess.run([*prefix, sys.executable, "-c", RUN_COMMANDS, argument], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {name: (out / name).read_bytes() for name in ("checkpoint.pt", "images.jsonl", "texts.jsonl")}
+
+
+def test_a_cpu_of_the_other_vendor_trains_and_extracts_the_same_bits(tmp_path):
+    qemu, model = other_vendor_cpu()
+    cli("make-shapes", "--num-images", 16, "--seed", 3, "--out", tmp_path / "train")
+    cli("make-shapes", "--num-images", 12, "--seed", 4, "--out", tmp_path / "test")
+    here = train_and_extract(tmp_path, tmp_path / "native")
+    there = train_and_extract(tmp_path, tmp_path / "emulated", prefix=emulator_prefix(qemu, model))
+    for name in here:
+        assert there[name] == here[name], f"{name} differs on an emulated {model}"
