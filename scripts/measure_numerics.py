@@ -7,7 +7,9 @@ tiny model and then trains it for a few steps, in fresh processes, under 1 and 2
 instruction-set caps that imitate other CPUs, and prints one table: the time
 of a training step relative to the unpinned (native) path measured in the
 same run, and whether the trained weights and the features came out the
-same in every variant. docs/REPRODUCIBILITY.md quotes its output.
+same in every variant. A second table compares, under the portable pin, a
+training step with torch's AdamW and with the PortableAdamW that training
+uses (docs/REPRODUCIBILITY.md quotes both).
 """
 
 import json
@@ -42,6 +44,7 @@ import torch
 torch.set_num_threads(int(sys.argv[1]))
 import open_clip
 import clipeval.models.build
+from clipeval.models.optimizer import PortableAdamW
 from clipeval.models.training import contrastive_loss
 torch.manual_seed(0)
 model = open_clip.create_model("clipeval-tiny")
@@ -50,7 +53,7 @@ images = torch.randn(128, 3, 64, 64, generator=torch.Generator().manual_seed(1))
 model.eval()
 with torch.inference_mode():
     features = model.encode_image(images[:64]).numpy().tobytes()
-optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+optimizer = (PortableAdamW if sys.argv[2] == "portable" else torch.optim.AdamW)(model.parameters(), lr=1e-3)
 model.train()
 times = []
 for _ in range(4):
@@ -72,11 +75,26 @@ def combine(pin, imitation):
     return env
 
 
-def probe(env, threads):
+def probe(env, threads, optimizer="portable"):
     full_env = {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT), "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE", **env}
-    out = subprocess.run([sys.executable, "-c", PROBE, str(threads)], env=full_env, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", PROBE, str(threads), optimizer], env=full_env, capture_output=True, text=True,
                          check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def print_table(header, rows):
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def compare_optimizers():
+    portable = PINS["portable (clipeval: AVX2 caps, MKL COMPATIBLE)"]
+    steps = {name: probe(portable, 2, name)["step"] for name in ("torch", "portable")}
+    print_table(("optimizer (portable pin, 2 threads)", "train step", "vs torch.optim.AdamW"),
+                [(name, f"{step:.3f} s", f"{step / steps['torch']:.2f}×") for name, step in
+                 (("torch.optim.AdamW", steps["torch"]), ("PortableAdamW (exact square root)", steps["portable"]))])
 
 
 def main():
@@ -95,10 +113,9 @@ def main():
                      "same" if len(features) == 1 else f"{len(features)} different"))
     header = ("pin", "train step (2 threads)", "vs native", "weights on 3 imitated CPUs", "weights at 1 vs 2 threads",
               "features at 1 and 2 threads on 3 imitated CPUs")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print_table(header, rows)
+    print()
+    compare_optimizers()
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ width (default, AVX2, AVX-512), oneDNN JIT-compiles convolutions for the best
 instruction set, MKL dispatches its matrix products by CPU, and every one of
 them splits work by thread count. Each choice rounds differently, and a
 training run amplifies the last-bit differences into other numbers. The
-"portable" profile pins each of these choices. On one machine that gives the
-same bits whatever its cores and load; across CPU vendors it does not hold
-yet (an AMD EPYC differs from an Intel Xeon): docs/REPRODUCIBILITY.md.
+"portable" profile pins each of these choices: the same bits whatever the
+machine's cores and load, and on the other vendor's CPU as emulated in the
+tests. One thing no pin reaches, the float32 square root, training takes
+elsewhere (models/optimizer.py). docs/REPRODUCIBILITY.md has the evidence.
 
 The settings are read when the libraries load, so `pin` must run before torch
 is imported: each command that computes with torch calls it first thing.
