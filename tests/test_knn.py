@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
-from clipeval.retrieval.topk import FaissSearcher, prediction_rows, top_k
+from clipeval.retrieval.topk import FaissSearcher, gpu_number, prediction_rows, top_k
 
 
 def reference_top_k(queries, gallery, gallery_ids, k):
@@ -97,13 +97,25 @@ def test_k_must_be_positive():
         top_k(gallery, gallery, np.array([0, 1]), 0, FaissSearcher(gallery, "cpu"))
 
 
-def test_gpu_requested_without_gpu_is_a_clear_error():
+def test_a_gpu_that_faiss_does_not_see_is_a_clear_error():
     import faiss
 
-    if faiss.get_num_gpus() > 0:
-        pytest.skip("this machine has a GPU")
-    with pytest.raises(ClipevalError, match="faiss sees no GPU"):
-        FaissSearcher(np.eye(2, dtype=np.float32), "gpu")
+    gpus = faiss.get_num_gpus() if hasattr(faiss, "StandardGpuResources") else 0
+    seen = f"faiss sees {gpus} GPU(s)" if gpus else "faiss sees no GPU (is faiss-gpu installed?)"
+    with pytest.raises(ClipevalError) as error:
+        FaissSearcher(np.eye(2, dtype=np.float32), f"cuda:{gpus}")
+    assert str(error.value) == f"knn device 'cuda:{gpus}' requested but {seen}"
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "cuda:-1", "CPU"])
+def test_a_device_name_that_is_not_torch_s_is_refused(device):
+    with pytest.raises(ClipevalError) as error:
+        FaissSearcher(np.eye(2, dtype=np.float32), device)
+    assert str(error.value) == f"knn device {device!r}: expected auto, cpu, cuda or cuda:N"
+
+
+def test_gpu_numbers_follow_torch_s_device_names():
+    assert [gpu_number(d) for d in ("auto", "cpu", "cuda", "cuda:0", "cuda:3")] == [None, None, 0, 0, 3]
 
 
 def test_prediction_rows_follow_the_formats():

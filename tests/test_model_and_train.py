@@ -83,3 +83,15 @@ def test_training_is_deterministic(tmp_path, shapes_dataset):
     a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_cuda_device_that_torch_does_not_see_is_a_clear_error():
+    from clipeval.models.build import resolve_device
+
+    count = torch.cuda.device_count()
+    seen = f"torch sees {count} CUDA device(s)" if count else "torch sees no CUDA device"
+    with pytest.raises(ClipevalError) as error:
+        resolve_device(f"cuda:{count}")
+    assert str(error.value) == f"device 'cuda:{count}' requested but {seen}"
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if count else "cpu")

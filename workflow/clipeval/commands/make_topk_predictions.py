@@ -9,7 +9,7 @@ def add_arguments(parser):
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--direction", choices=("t2i", "i2t"), required=True)
     parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto")
+    parser.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
 
 
 def run(args):

@@ -98,6 +98,10 @@ def weights_identity(pretrained: str | None) -> str:
 def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ClipevalError(f"device {device!r} requested but torch sees no CUDA device")
+    if device.startswith("cuda"):
+        number = int(device.partition(":")[2] or 0)
+        if number >= torch.cuda.device_count():
+            seen = f"torch sees {torch.cuda.device_count()} CUDA device(s)" if torch.cuda.is_available() \
+                else "torch sees no CUDA device"
+            raise ClipevalError(f"device {device!r} requested but {seen}")
     return device

@@ -17,8 +17,19 @@ _RESCORE_BUDGET_BYTES = 64 << 20
 _GPU_MAX_K = 2048  # FAISS GPU flat indexes answer at most this many neighbours
 
 
+def gpu_number(device: str) -> int | None:
+    """The GPU a device string names (`cuda` is GPU 0, `cuda:N` GPU N), None for `auto` and `cpu`."""
+    if device in ("auto", "cpu"):
+        return None
+    name, _, number = device.partition(":")
+    if name != "cuda" or (number and not number.isdigit()):
+        raise ClipevalError(f"knn device {device!r}: expected auto, cpu, cuda or cuda:N")
+    return int(number or 0)
+
+
 class FaissSearcher:
-    """Inner-product search over a gallery on GPU when asked and available, else CPU."""
+    """Inner-product search over a gallery: on a GPU when asked (`cuda`, `cuda:N`) or, under `auto`, when
+    faiss sees one; on the CPU otherwise. The device names are torch's, as for extraction."""
 
     def __init__(self, gallery: np.ndarray, device: str = "auto"):
         import faiss
@@ -28,12 +39,16 @@ class FaissSearcher:
         self.cpu_index = faiss.IndexFlatIP(gallery.shape[1])
         self.cpu_index.add(gallery)
         self.gpu_index = None
-        gpu_seen = hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
-        if device == "gpu" and not gpu_seen:
-            raise ClipevalError("knn device 'gpu' requested but faiss sees no GPU (is faiss-gpu installed?)")
-        if device in ("auto", "gpu") and gpu_seen:
+        gpus = faiss.get_num_gpus() if hasattr(faiss, "StandardGpuResources") else 0
+        number = gpu_number(device)
+        if number is not None and number >= gpus:
+            seen = f"faiss sees {gpus} GPU(s)" if gpus else "faiss sees no GPU (is faiss-gpu installed?)"
+            raise ClipevalError(f"knn device {device!r} requested but {seen}")
+        if number is None and device == "auto" and gpus:
+            number = 0
+        if number is not None:
             self._resources = faiss.StandardGpuResources()
-            self.gpu_index = faiss.index_cpu_to_gpu(self._resources, 0, self.cpu_index)
+            self.gpu_index = faiss.index_cpu_to_gpu(self._resources, number, self.cpu_index)
 
     @property
     def uses_gpu(self) -> bool:
