@@ -15,7 +15,7 @@ import numpy as np
 
 from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
-from clipeval.retrieval.directions import DIRECTIONS
+from clipeval.retrieval.directions import DIRECTIONS, IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.retrieval.ground_truth import image_to_text_truth, queries_with_positive, text_to_image_truth
 from clipeval.retrieval.predictions import aligned_predictions
 from clipeval.retrieval.ranks import first_positive_ranks
@@ -80,16 +80,18 @@ def split_folds(captions: Captions, texts_path, images: FeatureSet, fold_size) -
     ]
 
 
+# Each direction's positives, from a fold's captions and image ids.
+GROUND_TRUTH = {TEXT_TO_IMAGE.name: text_to_image_truth, IMAGE_TO_TEXT.name: image_to_text_truth}
+
+
 def direction_ranks(direction, fold_images, fold_captions, images, texts, texts_path, allow, predictions=None, ks=()):
     """(query ids, ranks, queries excluded for lacking a positive) of one direction within one fold."""
-    query_name = DIRECTIONS[direction].query_key
-    if direction == "t2i":
-        truth = text_to_image_truth(fold_captions, fold_images)
-        queries, gallery, gallery_ids = texts, images, fold_images
-    else:
-        gallery_ids = np.sort(fold_captions.text_ids)
-        truth = image_to_text_truth(fold_captions, fold_images)
-        queries, gallery = images, texts
+    sides = DIRECTIONS[direction]
+    query_name = sides.query_key
+    truth = GROUND_TRUTH[direction](fold_captions, fold_images)
+    features = {"images": images, "texts": texts}
+    queries, gallery = features[sides.query_side], features[sides.gallery_side]
+    gallery_ids = {"images": fold_images, "texts": np.sort(fold_captions.text_ids)}[sides.gallery_side]
     full_truth = truth
     kept, truth = queries_with_positive(truth, query_name, texts_path, allow)
     ranks = first_positive_ranks(
