@@ -187,7 +187,7 @@ def rule_of_log(path, config):
         return {"classes": "encode_classes", "score": "score_classification"}[path.stem]
     if stage == "score":
         return "score_retrieval"
-    return {"train": "train", "knn": "knn", "compare": "compare_models", "summary.log": "summary"}[stage]
+    return {"train": "train", "knn": "knn", "compare": "compare_models", "summary": "summary"}[stage]
 
 
 def modules_loaded_by_rule(workdir):

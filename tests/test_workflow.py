@@ -81,7 +81,7 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "logs/score/tiny-shapes/shapes-test.log",
         "logs/classify/tiny-shapes/shapes-classes/classes.log",
         "logs/classify/tiny-shapes/shapes-classes/score.log",
-        "logs/summary.log",
+        "logs/summary/summary.log",
     ]
     assert [p for p in expected if not (default_run / p).exists()] == []
     assert not (default_run / "results/features/tiny-shapes/shapes-train").exists()

@@ -15,7 +15,7 @@ rule summary:
         entries=summary_entries(),
         code=code_fingerprint("summarize"),
     log:
-        "logs/summary.log",
+        "logs/summary/summary.log",
     conda:
         ENV_FILE
     shell:
