@@ -107,7 +107,7 @@ def test_a_gpu_that_faiss_does_not_see_is_a_clear_error():
     assert str(error.value) == f"knn device 'cuda:{gpus}' requested but {seen}"
 
 
-@pytest.mark.parametrize("device", ["gpu", "cuda:x", "cuda:-1", "CPU"])
+@pytest.mark.parametrize("device", ["gpu", "cuda:", "cuda:x", "cuda:-1", "CPU"])
 def test_a_device_name_that_is_not_torch_s_is_refused(device):
     with pytest.raises(ClipevalError) as error:
         FaissSearcher(np.eye(2, dtype=np.float32), device)

@@ -3,7 +3,8 @@
 Each factor is varied explicitly through the commands the workflow runs, so
 none of these tests depends on how busy or how new the machine is. Other
 CPUs are imitated by capping the instruction sets the libraries may use
-(what an older or other-vendor CPU would offer them).
+(what an older CPU would offer them), and the other vendor's CPU is
+emulated by QEMU (emulated_cpu.py).
 """
 
 import json

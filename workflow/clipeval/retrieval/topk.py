@@ -21,8 +21,8 @@ def gpu_number(device: str) -> int | None:
     """The GPU a device string names (`cuda` is GPU 0, `cuda:N` GPU N), None for `auto` and `cpu`."""
     if device in ("auto", "cpu"):
         return None
-    name, _, number = device.partition(":")
-    if name != "cuda" or (number and not number.isdigit()):
+    name, colon, number = device.partition(":")
+    if name != "cuda" or (colon and not number.isdigit()):
         raise ClipevalError(f"knn device {device!r}: expected auto, cpu, cuda or cuda:N")
     return int(number or 0)
 
