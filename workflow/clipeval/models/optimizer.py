@@ -1,9 +1,9 @@
 """AdamW whose update is the same bits on every CPU.
 
 torch.optim.AdamW divides by `exp_avg_sq.sqrt()`. On the CPU, torch computes a
-float32 tensor's square root with MKL's vector math, which is not correctly
-rounded and whose last bit depends on the processor's approximate
-reciprocal-square-root instruction: an AMD and an Intel CPU, under the same
+float32 tensor's square root with MKL's vector math (vmsSqrt), which is not
+correctly rounded and whose last bit changes with the CPU that runs it, under
+any MKL_CBWR setting: an AMD EPYC and an emulated Intel CPU, under the same
 pinned code path, train other weights from the same data
 (docs/REPRODUCIBILITY.md). IEEE 754 fixes the square root to the last bit, and
 numpy computes it with the CPU's correctly rounded instruction, so this
