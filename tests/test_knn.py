@@ -5,7 +5,8 @@ from hypothesis import strategies as st
 
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
-from clipeval.retrieval.topk import FaissSearcher, gpu_number, prediction_rows, top_k
+from clipeval.devices import gpu_number
+from clipeval.retrieval.topk import FaissSearcher, prediction_rows, top_k
 
 
 def reference_top_k(queries, gallery, gallery_ids, k):

@@ -93,5 +93,8 @@ def test_a_cuda_device_that_torch_does_not_see_is_a_clear_error():
     with pytest.raises(ClipevalError) as error:
         resolve_device(f"cuda:{count}")
     assert str(error.value) == f"device 'cuda:{count}' requested but {seen}"
+    with pytest.raises(ClipevalError) as error:
+        resolve_device("cuda:x")
+    assert str(error.value) == "device 'cuda:x': expected auto, cpu, cuda or cuda:N"
     assert resolve_device("cpu") == "cpu"
     assert resolve_device("auto") == ("cuda" if count else "cpu")

@@ -11,6 +11,7 @@ import open_clip
 from open_clip.factory import load_state_dict
 import torch
 
+from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.models.pretrained import is_checkpoint_path
 from clipeval.reporting.provenance import file_sha256
@@ -98,10 +99,9 @@ def weights_identity(pretrained: str | None) -> str:
 def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda"):
-        number = int(device.partition(":")[2] or 0)
-        if number >= torch.cuda.device_count():
-            seen = f"torch sees {torch.cuda.device_count()} CUDA device(s)" if torch.cuda.is_available() \
-                else "torch sees no CUDA device"
-            raise ClipevalError(f"device {device!r} requested but {seen}")
+    number = gpu_number(device)
+    if number is not None and number >= torch.cuda.device_count():
+        seen = f"torch sees {torch.cuda.device_count()} CUDA device(s)" if torch.cuda.is_available() \
+            else "torch sees no CUDA device"
+        raise ClipevalError(f"device {device!r} requested but {seen}")
     return device

@@ -9,22 +9,13 @@ fetched candidates is searched again with more candidates.
 
 import numpy as np
 
+from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import Direction
 from clipeval.retrieval.ranking_rule import exact_scores, order_by_ranking_rule, score_tolerance
 
 _RESCORE_BUDGET_BYTES = 64 << 20
 _GPU_MAX_K = 2048  # FAISS GPU flat indexes answer at most this many neighbours
-
-
-def gpu_number(device: str) -> int | None:
-    """The GPU a device string names (`cuda` is GPU 0, `cuda:N` GPU N), None for `auto` and `cpu`."""
-    if device in ("auto", "cpu"):
-        return None
-    name, colon, number = device.partition(":")
-    if name != "cuda" or (colon and not number.isdigit()):
-        raise ClipevalError(f"knn device {device!r}: expected auto, cpu, cuda or cuda:N")
-    return int(number or 0)
 
 
 class FaissSearcher:
@@ -40,7 +31,7 @@ class FaissSearcher:
         self.cpu_index.add(gallery)
         self.gpu_index = None
         gpus = faiss.get_num_gpus() if hasattr(faiss, "StandardGpuResources") else 0
-        number = gpu_number(device)
+        number = gpu_number(device, "knn device")
         if number is not None and number >= gpus:
             seen = f"faiss sees {gpus} GPU(s)" if gpus else "faiss sees no GPU (is faiss-gpu installed?)"
             raise ClipevalError(f"knn device {device!r} requested but {seen}")
