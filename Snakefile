@@ -31,6 +31,16 @@ include: "workflow/rules/summary.smk"
 check_config()
 
 
+# Under a cluster profile these run on the submitting node: each is seconds
+# of work, less than a job's wait in the queue.
+localrules:
+    all,
+    summary,
+    compare_models,
+    describe_model,
+    describe_features_model,
+
+
 rule all:
     input:
         "results/summary.csv",

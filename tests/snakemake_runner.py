@@ -1,6 +1,7 @@
 """Run the real Snakemake on copies of this repository's workflow."""
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from conftest import REPO
+from sources import write_cnclip
 
 WORKFLOW_FILES = ("Snakefile", "config", "workflow", "envs", "profiles")
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
@@ -83,3 +85,27 @@ def edit_config(workdir, change):
 def read_summary(workdir):
     with open(workdir / "results/summary.csv") as handle:
         return list(csv.DictReader(handle))
+
+
+# A small experiment of every kind of stage: training, a shapes and a
+# Chinese-CLIP dataset, one model; about a minute on two cores.
+SMALL_CONFIG = {
+    "datasets": {
+        "shapes-train": {"format": "shapes", "task": "train", "num_images": 256, "seed": 0},
+        "shapes-test": {"format": "shapes", "task": "retrieval", "num_images": 120, "seed": 1, "first_image_id": 100000},
+        "cn-test": {"format": "cnclip", "task": "retrieval", "images": "sources/cn_imgs.tsv", "texts": "sources/cn_texts.jsonl"},
+    },
+    "models": {
+        "tiny": {"arch": "clipeval-tiny", "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0}},
+    },
+    "extract": {"precision": "fp32", "shard_size": 0, "batch_size": 32, "num_workers": 0, "device": "auto"},
+    "knn": {"top_k": 10, "device": "auto"},
+    "metrics": {"recall_at": [1, 5, 10], "allow_queries_without_positive": False},
+}
+
+
+def small_experiment(directory):
+    copy_workflow(directory)
+    write_cnclip(directory / "sources")
+    edit_config(directory, lambda config: (config.clear(), config.update(json.loads(json.dumps(SMALL_CONFIG)))))
+    return directory

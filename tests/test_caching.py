@@ -8,22 +8,7 @@ import shutil
 
 import pytest
 
-from snakemake_runner import copy_experiment, copy_workflow, edit_config, planned_jobs, plus, run_jobs
-from sources import write_cnclip
-
-SMALL_CONFIG = {
-    "datasets": {
-        "shapes-train": {"format": "shapes", "task": "train", "num_images": 256, "seed": 0},
-        "shapes-test": {"format": "shapes", "task": "retrieval", "num_images": 120, "seed": 1, "first_image_id": 100000},
-        "cn-test": {"format": "cnclip", "task": "retrieval", "images": "sources/cn_imgs.tsv", "texts": "sources/cn_texts.jsonl"},
-    },
-    "models": {
-        "tiny": {"arch": "clipeval-tiny", "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0}},
-    },
-    "extract": {"precision": "fp32", "shard_size": 0, "batch_size": 32, "num_workers": 0, "device": "auto"},
-    "knn": {"top_k": 10, "device": "auto"},
-    "metrics": {"recall_at": [1, 5, 10], "allow_queries_without_positive": False},
-}
+from snakemake_runner import copy_experiment, edit_config, planned_jobs, plus, run_jobs, small_experiment
 
 EVALUATE_ONE_PAIR = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1,
                      "knn": 2, "score_retrieval": 1}
@@ -34,13 +19,6 @@ def times(jobs, n):
 
 
 FINISH = {"summary": 1, "all": 1}
-
-
-def small_experiment(directory):
-    copy_workflow(directory)
-    write_cnclip(directory / "sources")
-    edit_config(directory, lambda config: (config.clear(), config.update(json.loads(json.dumps(SMALL_CONFIG)))))
-    return directory
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,104 @@
+"""The SLURM profile on a real single-node cluster (tests/slurm_cluster.py).
+
+One run through `profiles/slurm` is interrupted by `scancel` of a running
+extraction shard; the re-run finishes exactly what is missing, and the
+results are the bytes of a local run of the same experiment.
+"""
+
+import importlib.util
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from slurm_cluster import job_record, jobs_in_queue, running_cluster
+from snakemake_runner import edit_config, job_counts, planned_jobs, run_jobs, small_experiment, snakemake
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+                                reason="the cluster set-up is not installed: pip install snakemake-executor-plugin-slurm")
+
+# What only this test cluster needs: it has no accounting database (job states
+# from squeue, no account), and its jobs take seconds, so status is polled often.
+TEST_CLUSTER_FLAGS = ("--slurm-status-command", "squeue", "--slurm-no-account",
+                      "--slurm-init-seconds-before-status-checks", "1")
+LOCAL_RULES = {"all", "summary", "compare_models", "describe_model", "describe_features_model"}
+GPU_RULES = {"train", "extract_image_shard", "extract_text_features", "encode_classes"}
+JOB_BLOCK = re.compile(r"^(local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    jobid: (\d+)$", re.M)
+SUBMITTED = re.compile(r"^Job (\d+) has been submitted with SLURM jobid (\d+)", re.M)
+SHARD_SIZE = 40  # shapes-test's 120 images in three extraction jobs
+
+
+def sharded_experiment(directory):
+    workdir = small_experiment(directory)
+    edit_config(workdir, lambda config: config["extract"].update(shard_size=SHARD_SIZE))
+    return workdir
+
+
+def cluster_command(*args):
+    return [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", *TEST_CLUSTER_FLAGS, *args]
+
+
+def jobs_and_submissions(output):
+    """[(rule, is_local, SLURM job id or None)] for every job Snakemake started."""
+    submitted = dict(SUBMITTED.findall(output))
+    return [(rule, bool(local), submitted.get(jobid)) for local, rule, jobid in JOB_BLOCK.findall(output)]
+
+
+def cancel_a_running_shard(process, seconds=600):
+    """scancel the first extraction shard seen running; return its SLURM comment."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        for job in jobs_in_queue():
+            if job["state"] == "RUNNING" and job["comment"].startswith("rule_extract_image_shard_"):
+                subprocess.run(["scancel", job["id"]], check=True)
+                return job["comment"]
+        time.sleep(0.2)
+    raise AssertionError("no extraction shard was seen running")
+
+
+def assert_submitted_as_declared(runs):
+    jobs = [job for output in runs for job in jobs_and_submissions(output)]
+    assert jobs, "Snakemake started no jobs"
+    for rule, is_local, slurm_id in jobs:
+        if is_local:
+            assert rule in LOCAL_RULES and slurm_id is None, (rule, slurm_id)
+            continue
+        assert slurm_id is not None, f"{rule} ran without a SLURM job"
+        record = job_record(slurm_id)
+        assert record["Comment"].startswith(f"rule_{rule}"), (rule, record["Comment"])
+        assert ("gpu:1" in record.get("TresPerJob", "")) == (rule in GPU_RULES), (rule, record.get("TresPerJob"))
+    assert {rule for rule, is_local, _ in jobs if is_local} == {"all", "summary", "describe_model"}
+
+
+def result_files(workdir):
+    return {path.relative_to(workdir): path.read_bytes() for path in sorted((workdir / "results").rglob("*"))
+            if path.is_file() and path.name != "lock.mdb"}
+
+
+def test_the_slurm_profile_runs_the_experiment_and_resumes_after_scancel(tmp_path):
+    local = sharded_experiment(tmp_path / "local")
+    run_jobs(local)
+    workdir = sharded_experiment(tmp_path / "cluster")
+
+    with running_cluster(tmp_path / "slurm"):
+        with open(tmp_path / "first.log", "w+") as log:
+            first = subprocess.Popen(cluster_command("--retries", "0"), cwd=workdir, stdout=log,
+                                     stderr=subprocess.STDOUT, text=True)
+            cancelled = cancel_a_running_shard(first)
+            assert first.wait(timeout=600) != 0
+            log.seek(0)
+            first_output = log.read()
+        shard = cancelled.removeprefix("rule_extract_image_shard_wildcards_").split("_")
+        model, dataset, index = shard[0], "_".join(shard[1:-1]), shard[-1]
+        assert not (workdir / f"results/features/{model}/{dataset}/image-shards/{index}.jsonl").exists()
+
+        missing = planned_jobs(workdir)
+        assert missing.get("extract_image_shard") == 1 and "train" not in missing, missing
+        second = snakemake(workdir, "--profile", "profiles/slurm", *TEST_CLUSTER_FLAGS)
+        assert second.returncode == 0, (second.stdout + second.stderr)[-4000:]
+        assert job_counts(second.stdout + second.stderr) == missing
+        assert_submitted_as_declared([first_output, second.stdout + second.stderr])
+
+    assert result_files(workdir) == result_files(local)
