@@ -22,6 +22,7 @@ CONFIG_DIR = Path("/etc/slurm")
 # cluster's configuration and removes only its own.
 MARKER = "# written by clipeval's tests/slurm_cluster.py"
 PACKAGES = ("slurm-wlm", "munge")
+NAMED_PARTITION = "gpu"
 
 
 def _install_packages():
@@ -70,6 +71,8 @@ def slurm_conf(node: str, state_dir: Path) -> str:
         f"SlurmdLogFile={state_dir / 'slurmd.log'}",
         f"NodeName={node} CPUs={os.cpu_count()} RealMemory={_memory_mb()} Gres=gpu:1 State=UNKNOWN",
         f"PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP",
+        # Not the default: jobs land here only when the user names it.
+        f"PartitionName={NAMED_PARTITION} Nodes={node} Default=NO MaxTime=INFINITE State=UP",
         "",
     ])
 

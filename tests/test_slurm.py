@@ -6,6 +6,7 @@ results are the bytes of a local run of the same experiment.
 """
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from slurm_cluster import job_record, jobs_in_queue, running_cluster
+from slurm_cluster import NAMED_PARTITION, job_record, jobs_in_queue, running_cluster
 from snakemake_runner import edit_config, job_counts, planned_jobs, run_jobs, small_experiment, snakemake
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
@@ -25,6 +26,8 @@ TEST_CLUSTER_FLAGS = ("--slurm-status-command", "squeue", "--slurm-no-account",
                       "--slurm-init-seconds-before-status-checks", "1")
 LOCAL_RULES = {"all", "summary", "compare_models", "describe_model", "describe_features_model"}
 GPU_RULES = {"train", "extract_image_shard", "extract_text_features", "encode_classes"}
+# The user's partition, given as the README says, without editing the profile.
+USER_ENVIRONMENT = {"SBATCH_PARTITION": NAMED_PARTITION}
 JOB_BLOCK = re.compile(r"^(local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    jobid: (\d+)$", re.M)
 SUBMITTED = re.compile(r"^Job (\d+) has been submitted with SLURM jobid (\d+)", re.M)
 SHARD_SIZE = 40  # shapes-test's 120 images in three extraction jobs
@@ -68,6 +71,7 @@ def assert_submitted_as_declared(runs):
         assert slurm_id is not None, f"{rule} ran without a SLURM job"
         record = job_record(slurm_id)
         assert record["Comment"].startswith(f"rule_{rule}"), (rule, record["Comment"])
+        assert record["Partition"] == NAMED_PARTITION, (rule, record["Partition"])
         assert ("gpu:1" in record.get("TresPerJob", "")) == (rule in GPU_RULES), (rule, record.get("TresPerJob"))
     assert {rule for rule, is_local, _ in jobs if is_local} == {"all", "summary", "describe_model"}
 
@@ -85,7 +89,7 @@ def test_the_slurm_profile_runs_the_experiment_and_resumes_after_scancel(tmp_pat
     with running_cluster(tmp_path / "slurm"):
         with open(tmp_path / "first.log", "w+") as log:
             first = subprocess.Popen(cluster_command("--retries", "0"), cwd=workdir, stdout=log,
-                                     stderr=subprocess.STDOUT, text=True)
+                                     stderr=subprocess.STDOUT, text=True, env={**os.environ, **USER_ENVIRONMENT})
             cancelled = cancel_a_running_shard(first)
             assert first.wait(timeout=600) != 0
             log.seek(0)
@@ -96,7 +100,7 @@ def test_the_slurm_profile_runs_the_experiment_and_resumes_after_scancel(tmp_pat
 
         missing = planned_jobs(workdir)
         assert missing.get("extract_image_shard") == 1 and "train" not in missing, missing
-        second = snakemake(workdir, "--profile", "profiles/slurm", *TEST_CLUSTER_FLAGS)
+        second = snakemake(workdir, "--profile", "profiles/slurm", *TEST_CLUSTER_FLAGS, env=USER_ENVIRONMENT)
         assert second.returncode == 0, (second.stdout + second.stderr)[-4000:]
         assert job_counts(second.stdout + second.stderr) == missing
         assert_submitted_as_declared([first_output, second.stdout + second.stderr])
