@@ -19,8 +19,16 @@ DATA_FILES = {"clipeval.models.build": ("models/configs/*.json",)}
 
 
 class CodeGraph:
+    """The import graph of the package's files as they are when first read.
+
+    Each module's imports are parsed once per graph: Snakemake plans with one
+    graph and fingerprints every command from it, and the files do not change
+    while it plans.
+    """
+
     def __init__(self, package_dir):
         self.package_dir = Path(package_dir)
+        self._imports = {}
 
     def source_file(self, module: str) -> Path | None:
         """The file that defines `module`, or None if it is not part of the package."""
@@ -39,6 +47,11 @@ class CodeGraph:
 
     def direct_imports(self, module: str) -> set[str]:
         """Package modules that `module` imports anywhere in its source, with their parent packages."""
+        if module not in self._imports:
+            self._imports[module] = self._parse_imports(module)
+        return self._imports[module]
+
+    def _parse_imports(self, module: str) -> set[str]:
         path = self.source_file(module)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         package = module if self._is_package(module) else module.rpartition(".")[0]
