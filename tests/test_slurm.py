@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plu
 TEST_CLUSTER_FLAGS = ("--slurm-status-command", "squeue", "--slurm-no-account",
                       "--slurm-init-seconds-before-status-checks", "1")
 LOCAL_RULES = {"all", "summary", "compare_models", "describe_model", "describe_features_model"}
-GPU_RULES = {"train", "extract_image_shard", "extract_text_features", "encode_classes"}
+GPU_RULES = {"extract_image_shard", "extract_text_features", "encode_classes"}
 # The user's partition, given as the README says, without editing the profile.
 USER_ENVIRONMENT = {"SBATCH_PARTITION": NAMED_PARTITION}
 JOB_BLOCK = re.compile(r"^(local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    jobid: (\d+)$", re.M)
@@ -87,6 +87,11 @@ def test_the_slurm_profile_runs_the_experiment_and_resumes_after_scancel(tmp_pat
     workdir = sharded_experiment(tmp_path / "cluster")
 
     with running_cluster(tmp_path / "slurm"):
+        wrong = snakemake(workdir, "--profile", "profiles/slurm", *TEST_CLUSTER_FLAGS, env={"SBATCH_PARTITION": "nope"})
+        assert wrong.returncode != 0
+        assert "sbatch: error: invalid partition specified: nope" in wrong.stdout + wrong.stderr, wrong.stderr[-3000:]
+        assert not (workdir / "results").exists()
+
         with open(tmp_path / "first.log", "w+") as log:
             first = subprocess.Popen(cluster_command("--retries", "0"), cwd=workdir, stdout=log,
                                      stderr=subprocess.STDOUT, text=True, env={**os.environ, **USER_ENVIRONMENT})
