@@ -3,19 +3,25 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
+# Which FAISS build knn searches with: cpu, or gpu on a CUDA host (README, "On a GPU host").
+FAISS ?= cpu
+INSTALLED := $(BIN)/.installed-$(FAISS)
 
 .PHONY: run test lint clean readme
 
-$(BIN)/.installed: pyproject.toml constraints.txt
+# The two FAISS builds install the same `faiss` package, so switching removes both first.
+$(INSTALLED): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip uninstall -y -q faiss-cpu faiss-gpu
+	$(BIN)/python -m pip install -c constraints.txt -e '.[test,$(FAISS)]'
+	rm -f $(BIN)/.installed-*
 	touch $@
 
-run: $(BIN)/.installed
+run: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES)
 
-test: $(BIN)/.installed
+test: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 # After a change that moves the default experiment's numbers: run it and put
@@ -23,7 +29,7 @@ test: $(BIN)/.installed
 readme: run
 	$(BIN)/python -c 'from clipeval.reporting.summary import embed_headline; embed_headline("README.md", "results/summary.md")'
 
-lint: $(BIN)/.installed
+lint: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 
 clean:

@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -126,3 +130,21 @@ def test_prediction_rows_follow_the_formats():
         {"text_id": 12, "image_ids": [3, 1], "scores": [0.5, 0.25]}
     ]
     assert list(prediction_rows(np.array([3]), ids, scores, IMAGE_TO_TEXT))[0]["text_ids"] == [3, 1]
+
+
+def test_knn_without_a_faiss_build_says_which_to_install(tmp_path):
+    from clipeval.features.feature_files import write_features
+
+    hidden = tmp_path / "no-faiss/faiss"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('no FAISS build here')\n")
+    write_features(tmp_path / "images.jsonl", "image_id", np.array([1, 2]), np.eye(2, dtype=np.float32))
+    write_features(tmp_path / "texts.jsonl", "text_id", np.array([7]), np.eye(2, dtype=np.float32)[:1])
+    result = subprocess.run(
+        [sys.executable, "-m", "clipeval", "make-topk-predictions", "--image-feats", tmp_path / "images.jsonl",
+         "--text-feats", tmp_path / "texts.jsonl", "--direction", "t2i", "--output", tmp_path / "t2i.jsonl"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(hidden.parent)})
+    assert (result.returncode, result.stderr) == (1, "clipeval: error: knn needs FAISS, and no FAISS build is"
+                                                     " installed: pip install 'clipeval[cpu]', or 'clipeval[gpu]'"
+                                                     " on a CUDA host\n")
+    assert not (tmp_path / "t2i.jsonl").exists()

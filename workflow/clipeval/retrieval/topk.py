@@ -23,8 +23,11 @@ class FaissSearcher:
     faiss sees one; on the CPU otherwise. The device names are torch's, as for extraction."""
 
     def __init__(self, gallery: np.ndarray, device: str = "auto"):
-        import faiss
-
+        try:
+            import faiss
+        except ImportError:
+            raise ClipevalError("knn needs FAISS, and no FAISS build is installed: pip install 'clipeval[cpu]',"
+                                " or 'clipeval[gpu]' on a CUDA host") from None
         self._faiss = faiss
         self.gallery = gallery
         self.cpu_index = faiss.IndexFlatIP(gallery.shape[1])
