@@ -7,6 +7,7 @@ file. And the code fingerprints, checked module by module against what each
 job really imported (Python's -X importtime, recorded in the job logs).
 """
 
+import json
 import os
 import re
 import subprocess
@@ -210,13 +211,45 @@ def package_modules(workdir):
         yield ".".join(parts), path
 
 
-def test_editing_a_module_reruns_exactly_the_jobs_that_imported_it(experiment, tmp_path):
-    """Each module in turn gets a comment; the plan must equal forcing the rules whose jobs imported it."""
-    from concurrent.futures import ThreadPoolExecutor
+COMMAND = re.compile(r"^python -m clipeval ([a-z-]+)")
+
+
+def command_of_rule(workdir):
+    """{rule: the clipeval subcommand its jobs ran}, from Snakemake's records of each job."""
+    commands = {}
+    for record in (workdir / ".snakemake/metadata").iterdir():
+        job = json.loads(record.read_text())
+        found = COMMAND.match(job.get("shellcmd") or "")
+        if found:
+            commands.setdefault(job["rule"], set()).add(found.group(1))
+    assert all(len(names) == 1 for names in commands.values()), commands
+    return {rule: names.pop() for rule, names in commands.items()}
+
+
+def test_each_rule_fingerprints_exactly_the_modules_its_jobs_imported(experiment):
+    """The code a rule's fingerprint covers (its command's import closure) is what its jobs really loaded."""
+    from clipeval.codegraph import CodeGraph, command_entry_modules
 
     loaded = modules_loaded_by_rule(experiment)
     assert loaded["score_retrieval"] >= {"clipeval.retrieval.recall", "clipeval.retrieval.ranks", "clipeval.commands.score_retrieval"}
-    modules = list(package_modules(experiment))
+    commands = command_of_rule(experiment)
+    assert set(commands) == set(loaded) - {"all"}
+    graph = CodeGraph(experiment / "workflow/clipeval")
+    closures = {rule: set(graph.closure(command_entry_modules(command))) for rule, command in commands.items()}
+    assert {rule: closures[rule] ^ loaded[rule] for rule in commands} == {rule: set() for rule in commands}
+
+
+def test_editing_a_module_reruns_exactly_the_jobs_that_imported_it(experiment, tmp_path):
+    """Each command's module, and modules every command shares, get a comment in turn: the plan must equal
+    forcing the rules whose jobs imported it. (Every other module reaches the plan the same way, through
+    the import closure that the test above checks against what the jobs loaded.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    loaded = modules_loaded_by_rule(experiment)
+    shared = {"clipeval.cli", "clipeval.errors", "clipeval.storage.jsonl"}
+    modules = [(name, path) for name, path in package_modules(experiment)
+               if name in shared or (name.startswith("clipeval.commands.") and any(name in m for m in loaded.values()))]
+    assert len(modules) >= 15
     users = {name: sorted(rule for rule, names in loaded.items() if name in names) for name, _ in modules}
 
     def expected(item):
