@@ -98,7 +98,8 @@ SMALL_CONFIG = {
     "models": {
         "tiny": {"arch": "clipeval-tiny", "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0}},
     },
-    "extract": {"precision": "fp32", "shard_size": 0, "batch_size": 32, "num_workers": 0, "device": "auto"},
+    # On the CPU, as the default experiment: the byte comparisons hold on a GPU host too (README, "On a GPU host").
+    "extract": {"precision": "fp32", "shard_size": 0, "batch_size": 32, "num_workers": 0, "device": "cpu"},
     "knn": {"top_k": 10, "device": "auto"},
     "metrics": {"recall_at": [1, 5, 10], "allow_queries_without_positive": False},
 }

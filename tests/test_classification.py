@@ -100,9 +100,10 @@ def test_cli_chain(tmp_path, tiny_checkpoint):
     steps = [
         ("make-shapes", "--num-images", 24, "--seed", 3, "--out", tmp_path / "data"),
         ("extract-features", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint, "--images",
-         tmp_path / "data/images.lmdb", "--image-output", tmp_path / "images.jsonl", "--num-workers", 0),
+         tmp_path / "data/images.lmdb", "--image-output", tmp_path / "images.jsonl", "--num-workers", 0,
+         "--device", "cpu"),
         ("encode-classes", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint,
-         "--classes", tmp_path / "data/classes.json", "--output", tmp_path / "classes.jsonl"),
+         "--classes", tmp_path / "data/classes.json", "--output", tmp_path / "classes.jsonl", "--device", "cpu"),
         ("score-classification", "--image-feats", tmp_path / "images.jsonl", "--class-feats", tmp_path / "classes.jsonl",
          "--labels", tmp_path / "data/labels.jsonl", "--classes", tmp_path / "data/classes.json",
          "--output", tmp_path / "classification.json"),

@@ -62,13 +62,13 @@ def train(data, out, *extra, env=None):
 
 def extract_images(data, checkpoint, out, *extra, env=None):
     cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, "--images", data / "test/images.lmdb",
-        "--image-output", out, *extra, env=env)
+        "--image-output", out, "--device", "cpu", *extra, env=env)
     return out.read_bytes()
 
 
 def extract_texts(data, checkpoint, out, *extra, env=None):
     cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, "--texts", data / "test/texts.jsonl",
-        "--text-output", out, *extra, env=env)
+        "--text-output", out, "--device", "cpu", *extra, env=env)
     return out.read_bytes()
 
 
@@ -172,7 +172,7 @@ def train_and_extract(data, out, prefix=()):
         ["extract-features", "--arch", "clipeval-tiny", "--pretrained", out / "checkpoint.pt",
          "--images", data / "test/images.lmdb", "--image-output", out / "images.jsonl",
          "--texts", data / "test/texts.jsonl", "--text-output", out / "texts.jsonl",
-         "--num-workers", 0],  # QEMU's user mode loses forked loader workers
+         "--device", "cpu", "--num-workers", 0],  # QEMU's user mode loses forked loader workers
     ]
     argument = json.dumps([[str(arg) for arg in command] for command in commands])
     result = subprocess.run([*prefix, sys.executable, "-c", RUN_COMMANDS, argument], capture_output=True, text=True)

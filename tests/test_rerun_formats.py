@@ -49,7 +49,7 @@ def formats_config():
         },
         "evaluate": [{"model": "tiny", "dataset": name} for name in RETRIEVAL + CLASSIFICATION]
                     + [{"model": "local", "dataset": "flickr"}],
-        "extract": {"batch_size": 64, "num_workers": 0},
+        "extract": {"batch_size": 64, "num_workers": 0, "device": "cpu"},
         "metrics": {"bootstrap": 50},
     }
 
