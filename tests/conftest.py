@@ -8,9 +8,9 @@ REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 # The suite runs two workers, each starting jobs that compute with two
 # threads, on as few as two cores. OpenMP threads that wait actively for the
-# rest of their team then spin on cores that the other worker's threads need:
-# measured here, a training step took 3.4 times as long as alone, against 2
-# times when waiting threads sleep. How threads wait changes no result.
+# rest of their team then spin on cores that the other worker's threads need;
+# scripts/measure_wait_policy.py shows the cost (README, "Development"). How
+# threads wait changes no result.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
