@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 CORES ?= all
 # Which FAISS build knn searches with: cpu, or gpu on a CUDA host (README, "On a GPU host").
 FAISS ?= cpu
+ifeq ($(filter $(FAISS),cpu gpu),)
+$(error FAISS must be cpu or gpu, not '$(FAISS)')
+endif
 INSTALLED := $(BIN)/.installed-$(FAISS)
 
 .PHONY: run test lint clean readme

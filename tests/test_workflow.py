@@ -4,6 +4,7 @@ import base64
 import csv
 import json
 import shutil
+import subprocess
 
 import pytest
 import yaml
@@ -113,6 +114,13 @@ def test_a_finished_run_has_nothing_to_do(default_run):
 def test_lint_is_clean():
     result = snakemake(REPO, "--lint")
     assert result.returncode == 0 and "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
+
+
+def test_make_refuses_an_unknown_faiss_build_before_installing_anything():
+    result = subprocess.run(["make", "--dry-run", "run", "FAISS=cuda"], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == "Makefile:9: *** FAISS must be cpu or gpu, not 'cuda'.  Stop.\n"
 
 
 def write_cnclip_files(directory, source_dataset):
