@@ -17,6 +17,12 @@ validate(config, "config/schema.yaml")
 
 
 include: "workflow/rules/common.smk"
+
+
+# Each dataset entry against its source format's schema, before any rule reads one.
+check_datasets()
+
+
 include: "workflow/rules/inputs.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/train.smk"
@@ -43,8 +49,5 @@ localrules:
 
 rule all:
     input:
-        "results/summary.csv",
-        "results/summary.md",
-        "results/averages.csv",
-        "results/comparisons.csv",
+        rules.summary.output,
     default_target: True

@@ -28,11 +28,12 @@ def run_cli(*args, cwd=None):
 def shapes_dataset(tmp_path_factory):
     """A small prepared shapes dataset: 40 images, 200 captions."""
     from clipeval.data.dataset import write_dataset
+    from clipeval.data.sources import PreparedSource
     from clipeval.data.sources.shapes import generate_shapes
 
     out = tmp_path_factory.mktemp("shapes") / "small"
     images, captions, _ = generate_shapes(40, seed=5, first_image_id=10)
-    write_dataset(out, images, captions, {"format": "shapes"})
+    write_dataset(out, PreparedSource(images, captions, {"format": "shapes"}))
     return out
 
 

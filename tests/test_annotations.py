@@ -55,7 +55,7 @@ def coco_captions(tmp_path):
 
 def test_karpathy_test_split(tmp_path):
     annotations, images = karpathy_flickr(tmp_path)
-    result = run_cli("import-karpathy", "--annotations", annotations, "--images", images, "--out", tmp_path / "out")
+    result = run_cli("prepare", "karpathy", "--annotations", annotations, "--images", images, "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     assert "wrote 2 images, 10 captions" in result.stdout
     store, captions = open_dataset(tmp_path / "out")
@@ -74,7 +74,7 @@ def test_karpathy_split_selection_and_coco_layout(tmp_path):
         entry["cocoid"] = 500000 + entry["imgid"]
         (images / entry["filename"]).rename(images / "val2014" / entry["filename"])
     annotations.write_text(json.dumps(data))
-    result = run_cli("import-karpathy", "--annotations", annotations, "--images", images,
+    result = run_cli("prepare", "karpathy", "--annotations", annotations, "--images", images,
                      "--split", "train", "val", "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     store, captions = open_dataset(tmp_path / "out")
@@ -84,13 +84,13 @@ def test_karpathy_split_selection_and_coco_layout(tmp_path):
 
 def test_coco_captions_with_an_id_selection(tmp_path):
     annotations, images = coco_captions(tmp_path)
-    result = run_cli("import-coco", "--annotations", annotations, "--images", images, "--out", tmp_path / "all")
+    result = run_cli("prepare", "coco", "--annotations", annotations, "--images", images, "--out", tmp_path / "all")
     assert result.returncode == 0, result.stderr
     store, captions = open_dataset(tmp_path / "all")
     assert store.image_ids().tolist() == [139, 285, 632] and len(captions) == 15
     assert captions.texts[0] == "photo 139 number 0"
     (tmp_path / "ids.txt").write_text("632\n\n139\n")
-    result = run_cli("import-coco", "--annotations", annotations, "--images", images,
+    result = run_cli("prepare", "coco", "--annotations", annotations, "--images", images,
                      "--image-ids", tmp_path / "ids.txt", "--out", tmp_path / "some")
     assert result.returncode == 0, result.stderr
     store, captions = open_dataset(tmp_path / "some")
@@ -127,7 +127,7 @@ def test_bad_karpathy_input_is_named_and_leaves_nothing(tmp_path, change, messag
     import re
 
     annotations, images = break_karpathy(tmp_path, change)
-    result = run_cli("import-karpathy", "--annotations", annotations, "--images", images, "--out", tmp_path / "out")
+    result = run_cli("prepare", "karpathy", "--annotations", annotations, "--images", images, "--out", tmp_path / "out")
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and re.search(message, lines[0]), lines
@@ -150,7 +150,7 @@ def test_bad_coco_input_is_named_and_leaves_nothing(tmp_path, change, message):
     data = json.loads(annotations.read_text())
     change(data)
     annotations.write_text(json.dumps(data))
-    result = run_cli("import-coco", "--annotations", annotations, "--images", images, "--out", tmp_path / "out")
+    result = run_cli("prepare", "coco", "--annotations", annotations, "--images", images, "--out", tmp_path / "out")
     assert result.returncode == 1 and re.search(message, result.stderr), result.stderr
     assert not (tmp_path / "out").exists()
 
@@ -158,7 +158,7 @@ def test_bad_coco_input_is_named_and_leaves_nothing(tmp_path, change, message):
 def test_malformed_annotation_json(tmp_path):
     annotations, images = coco_captions(tmp_path)
     annotations.write_text('{"images": [')
-    result = run_cli("import-coco", "--annotations", annotations, "--images", images, "--out", tmp_path / "out")
+    result = run_cli("prepare", "coco", "--annotations", annotations, "--images", images, "--out", tmp_path / "out")
     assert result.returncode == 1 and "captions_val2017.json: malformed JSON" in result.stderr
 
 
@@ -191,7 +191,7 @@ def test_karpathy_image_id_field_chooses_between_cocoid_and_imgid(tmp_path):
     assert [image_id for image_id, _ in by_default] == [700, 500, 300]
     assert [image_id for image_id, _ in by_imgid] == [1, 2, 3]
     assert captions.image_ids[0].tolist() == [1]
-    result = run_cli("import-karpathy", "--annotations", annotations, "--images", images, "--split", "test",
+    result = run_cli("prepare", "karpathy", "--annotations", annotations, "--images", images, "--split", "test",
                      "--image-id", "imgid", "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     store, _ = open_dataset(tmp_path / "out")

@@ -98,7 +98,7 @@ def test_cli_chain(tmp_path, tiny_checkpoint):
     from conftest import run_cli
 
     steps = [
-        ("make-shapes", "--num-images", 24, "--seed", 3, "--out", tmp_path / "data"),
+        ("prepare", "shapes", "--num-images", 24, "--seed", 3, "--out", tmp_path / "data"),
         ("extract-features", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint, "--images",
          tmp_path / "data/images.lmdb", "--image-output", tmp_path / "images.jsonl", "--num-workers", 0,
          "--device", "cpu"),

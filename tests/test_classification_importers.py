@@ -38,7 +38,7 @@ def folders(tmp_path):
 
 def import_folder(tmp_path, root, names, *extra):
     (tmp_path / "names.txt").write_text(names)
-    return run_cli("import-imagefolder", "--images", root, "--classnames", tmp_path / "names.txt",
+    return run_cli("prepare", "imagefolder", "--images", root, "--classnames", tmp_path / "names.txt",
                    "--templates", tmp_path / "templates.txt", *extra, "--out", tmp_path / "out")
 
 
@@ -117,7 +117,7 @@ def test_cifar_batches_round_trip_pixels_labels_and_names(tmp_path, layout):
     labels = [0, 2, 1, 1, 0, 2, 2]
     batch = write_cifar(tmp_path / "src", layout, pixels, labels, ["apple", "aquarium_fish", "bear"])
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli("import-cifar", "--batch", batch, "--templates", tmp_path / "templates.txt",
+    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt",
                      "--first-image-id", 10, "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     store = ImageStore(tmp_path / "out/images.lmdb")
@@ -144,7 +144,7 @@ def test_a_pickle_that_would_run_code_is_refused_unrun(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src/test_batch").write_bytes(python2_pickle({b"labels": [0], b"data": RunsCode(marker)}))
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli("import-cifar", "--batch", tmp_path / "src/test_batch", "--templates", tmp_path / "templates.txt",
+    result = run_cli("prepare", "cifar", "--batch", tmp_path / "src/test_batch", "--templates", tmp_path / "templates.txt",
                      "--out", tmp_path / "out")
     assert result.returncode == 1
     assert result.stderr.strip() == (f"clipeval: error: {tmp_path / 'src/test_batch'}: refusing to load io.open:"
@@ -156,9 +156,9 @@ def test_truncated_cifar_batch_and_bad_labels(tmp_path):
     pixels = np.zeros((2, 32, 32, 3), dtype=np.uint8)
     batch = write_cifar(tmp_path / "src", "cifar10", pixels, [0, 5], ["a", "b"])
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli("import-cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
+    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
     assert result.stderr.strip() == f"clipeval: error: {batch}: image 1 has label 5, not a class index below 2"
     batch.write_bytes(batch.read_bytes()[:100])
-    result = run_cli("import-cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
+    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
     assert result.returncode == 1 and result.stderr.startswith(f"clipeval: error: {batch}: not a readable CIFAR pickle (")
     assert not (tmp_path / "out").exists()

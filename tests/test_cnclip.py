@@ -1,13 +1,14 @@
 import base64
 import io
 import json
+from pathlib import Path
 
 import lmdb
 import pytest
 from PIL import Image
 
-from clipeval.data.dataset import load_dataset_meta, open_dataset
-from clipeval.data.sources.cnclip import import_cnclip
+from clipeval.data.dataset import load_dataset_meta, open_dataset, write_dataset
+from clipeval.data.sources.cnclip import FORMAT
 from clipeval.errors import ClipevalError
 
 from conftest import run_cli
@@ -25,6 +26,10 @@ TEXTS = [
     {"text_id": 8429, "text": "a blue one", "image_ids": [517]},
     {"text_id": 12, "text": "grey, or red", "image_ids": [9, 1076345]},
 ]
+
+
+def import_cnclip(images, texts, out_dir):
+    return write_dataset(out_dir, FORMAT.read({"images": Path(images), "texts": Path(texts)}))
 
 
 def write_tsv(path, images):
@@ -112,7 +117,7 @@ def test_caption_pointing_to_unknown_image(tmp_path, source):
 
 
 def test_cli_import(tmp_path, source):
-    result = run_cli("import-cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "out")
+    result = run_cli("prepare", "cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     assert "wrote 3 images, 3 captions" in result.stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["images.lmdb", "meta.json", "texts.jsonl"]
@@ -120,7 +125,7 @@ def test_cli_import(tmp_path, source):
 
 def test_cli_import_error_is_one_line(tmp_path, source):
     source[0].write_text("1\tAAAA\textra\n")
-    result = run_cli("import-cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "out")
+    result = run_cli("prepare", "cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "out")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"clipeval: error: {source[0]}:1: expected 2 tab-separated fields (image_id, base64), got 3"

@@ -49,8 +49,8 @@ def busy_cores(count=2):
 def small_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("repro")
     # 150 images make three forward blocks, the last one short.
-    cli("make-shapes", "--num-images", 150, "--seed", 3, "--first-image-id", 7, "--out", root / "test")
-    cli("make-shapes", "--num-images", 96, "--seed", 4, "--out", root / "train")
+    cli("prepare", "shapes", "--num-images", 150, "--seed", 3, "--first-image-id", 7, "--out", root / "test")
+    cli("prepare", "shapes", "--num-images", 96, "--seed", 4, "--out", root / "train")
     return root
 
 
@@ -182,8 +182,8 @@ def train_and_extract(data, out, prefix=()):
 
 def test_a_cpu_of_the_other_vendor_trains_and_extracts_the_same_bits(tmp_path):
     qemu, model = other_vendor_cpu()
-    cli("make-shapes", "--num-images", 16, "--seed", 3, "--out", tmp_path / "train")
-    cli("make-shapes", "--num-images", 12, "--seed", 4, "--out", tmp_path / "test")
+    cli("prepare", "shapes", "--num-images", 16, "--seed", 3, "--out", tmp_path / "train")
+    cli("prepare", "shapes", "--num-images", 12, "--seed", 4, "--out", tmp_path / "test")
     here = train_and_extract(tmp_path, tmp_path / "native")
     there = train_and_extract(tmp_path, tmp_path / "emulated", prefix=emulator_prefix(qemu, model))
     for name in here:

@@ -211,11 +211,11 @@ def package_modules(workdir):
         yield ".".join(parts), path
 
 
-COMMAND = re.compile(r"^python -m clipeval ([a-z-]+)")
+COMMAND = re.compile(r"^python -m clipeval (prepare [a-z]+|[a-z-]+)")
 
 
 def command_of_rule(workdir):
-    """{rule: the clipeval subcommand its jobs ran}, from Snakemake's records of each job."""
+    """{rule: the clipeval subcommand its jobs ran (with its format, for prepare)}, from Snakemake's records."""
     commands = {}
     for record in (workdir / ".snakemake/metadata").iterdir():
         job = json.loads(record.read_text())
@@ -235,7 +235,7 @@ def test_each_rule_fingerprints_exactly_the_modules_its_jobs_imported(experiment
     commands = command_of_rule(experiment)
     assert set(commands) == set(loaded) - {"all"}
     graph = CodeGraph(experiment / "workflow/clipeval")
-    closures = {rule: set(graph.closure(command_entry_modules(command))) for rule, command in commands.items()}
+    closures = {rule: set(graph.closure(command_entry_modules(*command.split()))) for rule, command in commands.items()}
     assert {rule: closures[rule] ^ loaded[rule] for rule in commands} == {rule: set() for rule in commands}
 
 

@@ -106,6 +106,9 @@ def _with_parents(module: str) -> list[str]:
     return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
 
 
-def command_entry_modules(command: str) -> list[str]:
-    """What `python -m clipeval COMMAND` starts from."""
-    return [f"{PACKAGE}.__main__", f"{PACKAGE}.commands.{command.replace('-', '_')}"]
+def command_entry_modules(command: str, source_format: str | None = None) -> list[str]:
+    """What `python -m clipeval COMMAND` starts from; `prepare FORMAT` loads its format's module by name."""
+    modules = [f"{PACKAGE}.__main__", f"{PACKAGE}.commands.{command.replace('-', '_')}"]
+    if source_format:
+        modules.append(f"{PACKAGE}.data.sources.{source_format}")
+    return modules

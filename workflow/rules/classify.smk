@@ -7,7 +7,7 @@ rule encode_classes:
     input:
         unpack(class_encode_inputs),
     output:
-        classes="results/features/{model}/{dataset}/classes.jsonl",
+        classes=ARTIFACTS["class_features"],
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,
@@ -35,8 +35,8 @@ rule score_classification:
     input:
         unpack(classification_score_inputs),
     output:
-        metrics="results/scores/{model}/{dataset}/classification.json",
-        ranks="results/scores/{model}/{dataset}/classification-ranks.json",
+        metrics=ARTIFACTS["classification_scores"],
+        ranks=ARTIFACTS["classification_ranks"],
     params:
         intervals=interval_options(),
         result_config=result_config,

@@ -1,5 +1,5 @@
-# What every stage needs: the package on the path, config lookups and
-# checks, artifact paths that several stages use, and code fingerprints.
+# What every stage needs: the package on the path, the source formats,
+# config lookups and checks, every artifact's path, and code fingerprints.
 # Each stage's own input functions are in inputs.smk.
 
 import hashlib
@@ -16,6 +16,7 @@ from snakemake.settings.types import DeploymentMethod
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
 from clipeval.codegraph import CodeGraph, command_entry_modules
+from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.models.pretrained import is_checkpoint_path
 from clipeval.features.sharding import shard_count
@@ -58,8 +59,7 @@ def speed_knobs(section):
 # the command's own code (its modules, found by following its imports) they
 # make the rule's `code` param: shell rules would not notice either change.
 COMMAND_LIBRARIES = {
-    **{command: ["pillow", "lmdb", "numpy"] for command in (
-        "make-shapes", "import-cnclip", "import-karpathy", "import-coco", "import-imagefolder", "import-cifar")},
+    "prepare": ["pillow", "lmdb", "numpy"],
     "train": ["torch", "open_clip_torch", "pillow", "numpy"],
     "describe-model": ["torch", "open_clip_torch"],
     "extract-features": ["torch", "torchvision", "open_clip_torch", "pillow"],
@@ -82,9 +82,9 @@ def _installed_version(distribution):
         return "absent"
 
 
-def code_fingerprint(command):
-    """A digest of the code `python -m clipeval COMMAND` runs and its libraries' versions."""
-    digest = hashlib.sha256(CODE_GRAPH.digest(command_entry_modules(command)).encode())
+def code_fingerprint(command, source_format=None):
+    """A digest of the code `python -m clipeval COMMAND [FORMAT]` runs and its libraries' versions."""
+    digest = hashlib.sha256(CODE_GRAPH.digest(command_entry_modules(command, source_format)).encode())
     for library in COMMAND_LIBRARIES[command]:
         digest.update(f"{library}=={_installed_version(library)}\n".encode())
     return digest.hexdigest()[:16]
@@ -92,6 +92,32 @@ def code_fingerprint(command):
 
 def fail(message):
     raise WorkflowError(f"config error: {message}")
+
+
+# Every source format (workflow/clipeval/data/sources/), by its config name.
+SOURCE_FORMATS = {name: source_format(name) for name in format_names()}
+
+
+def check_datasets():
+    """Each dataset entry against its format's schema, config/schema.yaml's `$defs/FORMAT_dataset`.
+
+    The top-level validation only sees that an entry has a format: checked
+    here, an error names the dataset and the key that is wrong.
+    """
+    import jsonschema
+    import yaml
+
+    definitions = yaml.safe_load((Path(workflow.basedir) / "config/schema.yaml").read_text())["$defs"]
+    for name, entry in config["datasets"].items():
+        if entry["format"] not in SOURCE_FORMATS:
+            fail(f"dataset {name!r} has format {entry['format']!r}; the formats are {', '.join(SOURCE_FORMATS)}")
+        if f"{entry['format']}_dataset" not in definitions:
+            raise WorkflowError(f"config/schema.yaml has no $defs/{entry['format']}_dataset for format {entry['format']!r}")
+        validator = jsonschema.Draft202012Validator({"$defs": definitions, "$ref": f"#/$defs/{entry['format']}_dataset"})
+        error = jsonschema.exceptions.best_match(validator.iter_errors(entry))
+        if error is not None:
+            where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+            fail(f"dataset {name!r}{where}: {error.message}")
 
 
 def dataset_config(name):
@@ -196,8 +222,35 @@ def feature_files(model, dataset):
     """{images, texts | classes}: a model's features for a dataset, extracted or precomputed."""
     if is_features_model(model):
         return precomputed_features(model, dataset)
-    base = f"results/features/{model}/{dataset}"
-    return {"images": f"{base}/images.jsonl", "texts": f"{base}/texts.jsonl", "classes": f"{base}/classes.jsonl"}
+    return {kind: artifact(f"{item}_features", model=model, dataset=dataset)
+            for kind, item in (("images", "image"), ("texts", "text"), ("classes", "class"))}
+
+
+# Every artifact's path, written once: rules name these as outputs, and input
+# functions fill them in with artifact(). The layout is in docs/ARCHITECTURE.md.
+ARTIFACTS = {
+    "dataset_images": "results/datasets/{dataset}/images.lmdb",
+    "dataset_texts": "results/datasets/{dataset}/texts.jsonl",
+    "dataset_labels": "results/datasets/{dataset}/labels.jsonl",
+    "dataset_classes": "results/datasets/{dataset}/classes.json",
+    "dataset_meta": "results/datasets/{dataset}/meta.json",
+    "checkpoint": "results/models/{model}/checkpoint.pt",
+    "model_meta": "results/models/{model}/meta.json",
+    "image_shard": "results/features/{model}/{dataset}/image-shards/{shard}.jsonl",
+    "image_features": "results/features/{model}/{dataset}/images.jsonl",
+    "text_features": "results/features/{model}/{dataset}/texts.jsonl",
+    "class_features": "results/features/{model}/{dataset}/classes.jsonl",
+    "predictions": "results/predictions/{model}/{dataset}/{direction}.jsonl",
+    "retrieval_scores": "results/scores/{model}/{dataset}/retrieval.json",
+    "retrieval_ranks": "results/scores/{model}/{dataset}/retrieval-ranks.json",
+    "classification_scores": "results/scores/{model}/{dataset}/classification.json",
+    "classification_ranks": "results/scores/{model}/{dataset}/classification-ranks.json",
+    "comparison": "results/comparisons/{dataset}/{first}/{second}.json",
+}
+
+
+def artifact(name, **wildcards):
+    return ARTIFACTS[name].format(**wildcards)
 
 
 def names_matching(names):
@@ -206,22 +259,11 @@ def names_matching(names):
     return "|".join(re.escape(n) for n in names) if names else "(?!x)x"
 
 
-def dataset_dir(name):
-    return f"results/datasets/{name}"
-
-
-def dataset_files(name):
-    return {
-        "texts": f"{dataset_dir(name)}/texts.jsonl",
-        "meta": f"{dataset_dir(name)}/meta.json",
-    }
-
-
 def checkpoint_of(model):
     """The weights file a model's extraction depends on, if it is local."""
     entry = model_config(model)
     if "train" in entry:
-        return f"results/models/{model}/checkpoint.pt"
+        return artifact("checkpoint", model=model)
     return entry["pretrained"] if is_checkpoint_path(entry["pretrained"]) else None
 
 
@@ -273,9 +315,6 @@ def result_config(wildcards):
     )
 
 
-def score_file(model, dataset, suffix=""):
-    return f"results/scores/{model}/{dataset}/{dataset_config(dataset)['task']}{suffix}.json"
-
-
-def comparison_file(dataset, first, second):
-    return f"results/comparisons/{dataset}/{first}/{second}.json"
+def score_file(model, dataset, kind="scores"):
+    """A score artifact (kind: scores or ranks) of the dataset's task."""
+    return artifact(f"{dataset_config(dataset)['task']}_{kind}", model=model, dataset=dataset)

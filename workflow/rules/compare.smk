@@ -6,7 +6,7 @@ rule compare_models:
     input:
         unpack(ranks_inputs),
     output:
-        comparison="results/comparisons/{dataset}/{first}/{second}.json",
+        comparison=ARTIFACTS["comparison"],
     params:
         intervals=interval_options(),
         definition=definition,

@@ -9,7 +9,7 @@ rule describe_model:
     input:
         unpack(weights_input),
     output:
-        meta="results/models/{model}/meta.json",
+        meta=ARTIFACTS["model_meta"],
     wildcard_constraints:
         model=names_matching(name for name in config["models"] if not is_features_model(name)),
     params:
@@ -33,7 +33,7 @@ rule describe_features_model:
     input:
         precomputed_feature_files,
     output:
-        meta="results/models/{model}/meta.json",
+        meta=ARTIFACTS["model_meta"],
     wildcard_constraints:
         model=names_matching(name for name in config["models"] if is_features_model(name)),
     params:
@@ -50,7 +50,7 @@ rule extract_text_features:
     input:
         unpack(text_extract_inputs),
     output:
-        texts="results/features/{model}/{dataset}/texts.jsonl",
+        texts=ARTIFACTS["text_features"],
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,
@@ -78,11 +78,11 @@ rule extract_image_shard:
     input:
         unpack(image_extract_inputs),
     output:
-        shard="results/features/{model}/{dataset}/image-shards/{shard}.jsonl",
+        shard=ARTIFACTS["image_shard"],
     wildcard_constraints:
         shard=r"\d+",
     params:
-        images=lambda wildcards, input: str(Path(input.dataset_meta).parent / "images.lmdb"),
+        images=lambda wildcards: artifact("dataset_images", dataset=wildcards.dataset),
         shard_size=config["extract"]["shard_size"],
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,
@@ -111,7 +111,7 @@ rule gather_image_features:
     input:
         image_shards,
     output:
-        images="results/features/{model}/{dataset}/images.jsonl",
+        images=ARTIFACTS["image_features"],
     params:
         definition=definition,
         code=code_fingerprint("gather-features"),

@@ -11,22 +11,40 @@ def datasets_of_format(fmt):
     return names_matching(n for n, e in config["datasets"].items() if e["format"] == fmt)
 
 
-def cnclip_sources(wildcards):
-    """Source files to track; an LMDB is tracked by its data file, which Snakemake can checksum."""
+def entry_settings(dataset, kind):
+    """(setting, value) for each setting of this kind that a dataset's entry gives."""
+    entry = dataset_config(dataset)
+    return [(setting, entry[setting.key]) for setting in SOURCE_FORMATS[entry["format"]].settings
+            if setting.kind == kind and setting.key in entry]
+
+
+def source_files_to_track(wildcards):
+    return [path for setting, value in entry_settings(wildcards.dataset, FILE) for path in setting.files_to_track(value)]
+
+
+def prepare_settings(wildcards):
+    """The entry's settings as `clipeval prepare FORMAT` options (--key value …)."""
     entry = dataset_config(wildcards.dataset)
-    images = Path(entry["images"])
-    return {"images": str(images / "data.mdb") if images.is_dir() else str(images), "texts": entry["texts"]}
+    words = []
+    for setting in SOURCE_FORMATS[entry["format"]].settings:
+        if setting.key in entry:
+            values = entry[setting.key] if setting.many else [entry[setting.key]]
+            words += [setting.flag, *(shlex.quote(str(value)) for value in values)]
+    return " ".join(words)
 
 
 def image_folder_digest(wildcards):
-    """A digest of the path and content of every file under a dataset's image folder.
+    """A digest of the path and content of every file under a dataset's image folders.
 
     Snakemake cannot track a folder. Each file's sha256 is remembered with its
     size and modification time in .snakemake/clipeval-image-digests/, so a
     run hashes only new or changed files (an ImageNet-sized folder once), and
     a touched but unchanged image changes nothing.
     """
-    root = Path(dataset_config(wildcards.dataset)["images"])
+    return " ".join(folder_digest(Path(root)) for _, root in entry_settings(wildcards.dataset, FOLDER))
+
+
+def folder_digest(root):
     if not root.is_dir():
         return "missing"  # the prepare command says so, naming the folder
     folder_key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
@@ -47,28 +65,12 @@ def image_folder_digest(wildcards):
     return total.hexdigest()[:16]
 
 
-def coco_sources(wildcards):
-    entry = dataset_config(wildcards.dataset)
-    sources = {"annotations": entry["annotations"]}
-    if "image_ids" in entry:
-        sources["image_ids"] = entry["image_ids"]
-    return sources
-
-
-def cifar_sources(wildcards):
-    """The batch, its class-names file beside it (batches.meta or meta), and the templates."""
-    entry = dataset_config(wildcards.dataset)
-    batch = Path(entry["batch"])
-    names = batch.parent / ("meta" if (batch.parent / "meta").exists() else "batches.meta")
-    return {"batch": str(batch), "classnames": str(names), "templates": entry["templates"]}
-
-
 # --- train (train.smk)
 
 
 def train_inputs(wildcards):
-    files = dataset_files(model_config(wildcards.model)["train"]["dataset"])
-    return {"texts": files["texts"], "meta": files["meta"]}
+    dataset = model_config(wildcards.model)["train"]["dataset"]
+    return {"texts": artifact("dataset_texts", dataset=dataset), "meta": artifact("dataset_meta", dataset=dataset)}
 
 
 # --- extract (extract.smk)
@@ -85,16 +87,15 @@ def prepared_image_count(dataset):
 def image_shards(wildcards):
     shard_size = config["extract"]["shard_size"]
     count = shard_count(prepared_image_count(wildcards.dataset), shard_size) if shard_size else 1
-    base = f"results/features/{wildcards.model}/{wildcards.dataset}/image-shards"
-    return [f"{base}/{index}.jsonl" for index in range(count)]
+    return [artifact("image_shard", model=wildcards.model, dataset=wildcards.dataset, shard=index) for index in range(count)]
 
 
 def text_extract_inputs(wildcards):
-    return {"texts": dataset_files(wildcards.dataset)["texts"], **weights_input(wildcards)}
+    return {"texts": artifact("dataset_texts", dataset=wildcards.dataset), **weights_input(wildcards)}
 
 
 def image_extract_inputs(wildcards):
-    return {"dataset_meta": dataset_files(wildcards.dataset)["meta"], **weights_input(wildcards)}
+    return {"dataset_meta": artifact("dataset_meta", dataset=wildcards.dataset), **weights_input(wildcards)}
 
 
 def precomputed_feature_files(wildcards):
@@ -113,19 +114,18 @@ def knn_inputs(wildcards):
 
 
 def score_inputs(wildcards):
-    files = dataset_files(wildcards.dataset)
     features = feature_files(wildcards.model, wildcards.dataset)
     inputs = {
-        "texts": files["texts"],
-        "dataset_meta": files["meta"],
-        "model_meta": f"results/models/{wildcards.model}/meta.json",
+        "texts": artifact("dataset_texts", dataset=wildcards.dataset),
+        "dataset_meta": artifact("dataset_meta", dataset=wildcards.dataset),
+        "model_meta": artifact("model_meta", model=wildcards.model),
         "image_feats": features["images"],
         "text_feats": features["texts"],
     }
     if retrieval_protocol(wildcards.dataset) == "full":
         # Folds rank within each fold; full-gallery top-k lists cannot be checked against that.
-        predictions = f"results/predictions/{wildcards.model}/{wildcards.dataset}"
-        inputs.update(t2i=f"{predictions}/t2i.jsonl", i2t=f"{predictions}/i2t.jsonl")
+        inputs.update({direction: artifact("predictions", model=wildcards.model, dataset=wildcards.dataset,
+                                           direction=direction) for direction in ("t2i", "i2t")})
     return inputs
 
 
@@ -139,7 +139,7 @@ def predictions_option(wildcards, input):
 
 
 def class_encode_inputs(wildcards):
-    return {"classes": f"{dataset_dir(wildcards.dataset)}/classes.json", **weights_input(wildcards)}
+    return {"classes": artifact("dataset_classes", dataset=wildcards.dataset), **weights_input(wildcards)}
 
 
 def classification_score_inputs(wildcards):
@@ -147,10 +147,10 @@ def classification_score_inputs(wildcards):
     return {
         "images": features["images"],
         "classes": features["classes"],
-        "labels": f"{dataset_dir(wildcards.dataset)}/labels.jsonl",
-        "class_spec": f"{dataset_dir(wildcards.dataset)}/classes.json",
-        "dataset_meta": dataset_files(wildcards.dataset)["meta"],
-        "model_meta": f"results/models/{wildcards.model}/meta.json",
+        "labels": artifact("dataset_labels", dataset=wildcards.dataset),
+        "class_spec": artifact("dataset_classes", dataset=wildcards.dataset),
+        "dataset_meta": artifact("dataset_meta", dataset=wildcards.dataset),
+        "model_meta": artifact("model_meta", model=wildcards.model),
     }
 
 
@@ -158,8 +158,8 @@ def classification_score_inputs(wildcards):
 
 
 def ranks_inputs(wildcards):
-    return {"first": score_file(wildcards.first, wildcards.dataset, "-ranks"),
-            "second": score_file(wildcards.second, wildcards.dataset, "-ranks")}
+    return {"first": score_file(wildcards.first, wildcards.dataset, "ranks"),
+            "second": score_file(wildcards.second, wildcards.dataset, "ranks")}
 
 
 # --- summary (summary.smk)
@@ -170,10 +170,11 @@ def score_files():
 
 
 def comparison_files():
-    return [comparison_file(*triple) for triple in comparison_pairs()]
+    return [artifact("comparison", dataset=dataset, first=first, second=second)
+            for dataset, first, second in comparison_pairs()]
 
 
 def summary_entries():
     entries = [f"--entry {model} {dataset} {score_file(model, dataset)}" for model, dataset in evaluation_pairs()]
-    entries += [f"--comparison {comparison_file(*triple)}" for triple in comparison_pairs()]
+    entries += [f"--comparison {path}" for path in comparison_files()]
     return " ".join(entries)

@@ -5,7 +5,7 @@ rule knn:
     input:
         unpack(knn_inputs),
     output:
-        predictions="results/predictions/{model}/{dataset}/{direction}.jsonl",
+        predictions=ARTIFACTS["predictions"],
     wildcard_constraints:
         direction="t2i|i2t",
     params:

@@ -7,8 +7,8 @@ rule score_retrieval:
     input:
         unpack(score_inputs),
     output:
-        metrics="results/scores/{model}/{dataset}/retrieval.json",
-        ranks="results/scores/{model}/{dataset}/retrieval-ranks.json",
+        metrics=ARTIFACTS["retrieval_scores"],
+        ranks=ARTIFACTS["retrieval_ranks"],
     params:
         predictions=predictions_option,
         protocol=lambda wildcards: retrieval_protocol(wildcards.dataset),

@@ -7,7 +7,7 @@ rule train:
     input:
         unpack(train_inputs),
     output:
-        checkpoint="results/models/{model}/checkpoint.pt",
+        checkpoint=ARTIFACTS["checkpoint"],
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         dataset_dir=lambda wildcards, input: str(Path(input.meta).parent),

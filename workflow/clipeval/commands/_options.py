@@ -42,12 +42,6 @@ def add_score_output_options(parser):
     parser.add_argument("--output", type=Path, required=True)
 
 
-def add_labelled_import_options(parser):
-    parser.add_argument("--templates", type=Path, required=True, help="a prompt template per line, with {} for the name")
-    parser.add_argument("--first-image-id", type=int, default=0, help="ids count up from here in file order")
-    parser.add_argument("--out", type=Path, required=True)
-
-
 def write_scores(args, metrics, record):
     from clipeval.storage.jsonl import write_json
 
@@ -55,12 +49,3 @@ def write_scores(args, metrics, record):
         write_json(args.ranks_output, record, compact=True)
     write_json(args.output, metrics)
 
-
-def report_import(meta, out):
-    counts = meta["counts"]
-    if "texts" not in counts:
-        print(f"wrote {counts['images']} labelled images to {out}")
-        return
-    print(f"wrote {counts['images']} images, {counts['texts']} captions to {out}")
-    if counts["images_without_caption"]:
-        print(f"note: {counts['images_without_caption']} images have no caption")

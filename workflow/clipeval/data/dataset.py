@@ -72,12 +72,13 @@ def write_texts_and_meta(
     return meta
 
 
-def write_dataset(out_dir, images: Iterable[tuple[int, bytes]], captions: Captions | None, source: dict, classes=None) -> dict:
-    """Write a whole prepared dataset; nothing is left behind if validation fails.
+def write_dataset(out_dir, prepared) -> dict:
+    """Write a whole prepared dataset (a data.sources.PreparedSource); nothing is left behind if validation fails.
 
-    `captions` is None for a classification-only dataset. `classes`, when
-    given, is (labels as (image_id, label) pairs, classnames, templates).
+    Not imported from data.sources: every stage reads datasets through this
+    module, and the format registry is not part of their code.
     """
+    images, captions, source, classes = prepared.images, prepared.captions, prepared.source, prepared.classes
     out_dir = Path(out_dir)
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)

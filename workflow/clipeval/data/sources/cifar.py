@@ -15,6 +15,8 @@ from typing import Iterator
 import numpy as np
 from PIL import Image
 
+from clipeval.data.sources import CLASSES, FILE, FIRST_IMAGE_ID, TEMPLATES, PreparedSource, Setting, SourceFormat
+from clipeval.data.text_lists import read_templates
 from clipeval.errors import ClipevalError
 
 
@@ -106,3 +108,32 @@ def png_images(pixels: np.ndarray, first_image_id: int) -> Iterator[tuple[int, b
         buffer = io.BytesIO()
         Image.fromarray(np.ascontiguousarray(image), "RGB").save(buffer, format="PNG")
         yield first_image_id + index, buffer.getvalue()
+
+
+def read(settings) -> PreparedSource:
+    templates = read_templates(settings["templates"])
+    layout, pixels, labels, classnames = read_cifar(settings["batch"])
+    source = {"format": "cifar", "layout": layout, "batch": str(settings["batch"]), "templates": str(settings["templates"])}
+    first = settings["first_image_id"]
+    classes = (list(zip(range(first, first + len(labels)), labels)), classnames, templates)
+    return PreparedSource(png_images(pixels, first), None, source, classes)
+
+
+def batch_files_to_track(batch) -> list[str]:
+    """The batch and the class-names file beside it (CIFAR-100's meta, CIFAR-10's batches.meta)."""
+    folder = Path(batch).parent
+    return [str(batch), str(folder / ("meta" if (folder / "meta").exists() else "batches.meta"))]
+
+
+FORMAT = SourceFormat(
+    name="cifar",
+    help="a CIFAR-10/100 python batch (classification)",
+    writes=CLASSES,
+    settings=(
+        Setting("batch", "cifar-10-batches-py/test_batch or cifar-100-python/test (its meta file beside it)",
+                kind=FILE, type=Path, required=True, tracked_files=batch_files_to_track),
+        TEMPLATES,
+        FIRST_IMAGE_ID,
+    ),
+    read=read,
+)

@@ -4,8 +4,8 @@ from pathlib import Path
 from typing import Iterator
 
 from clipeval.data.captions import load_captions
-from clipeval.data.dataset import write_dataset
 from clipeval.data.image_lmdb import ImageStore, decode_base64, decode_image
+from clipeval.data.sources import CAPTIONS, FILE, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
 
 
@@ -49,10 +49,26 @@ def read_image_lmdb(path) -> Iterator[tuple[int, bytes]]:
         store.close()
 
 
-def import_cnclip(images, texts, out_dir) -> dict:
-    """Write out_dir/images.lmdb, texts.jsonl and meta.json from Chinese-CLIP files."""
-    images = Path(images)
-    captions = load_captions(texts)
+def read(settings) -> PreparedSource:
+    images = settings["images"]
     reader = read_image_lmdb if images.is_dir() else read_image_tsv
-    source = {"format": "cnclip", "images": str(images), "texts": str(texts)}
-    return write_dataset(out_dir, reader(images), captions, source)
+    source = {"format": "cnclip", "images": str(images), "texts": str(settings["texts"])}
+    return PreparedSource(reader(images), load_captions(settings["texts"]), source)
+
+
+def image_files_to_track(images) -> list[str]:
+    """The tsv, or an LMDB's data file (a folder's content cannot be checksummed as one file)."""
+    return [str(Path(images) / "data.mdb")] if Path(images).is_dir() else [str(images)]
+
+
+FORMAT = SourceFormat(
+    name="cnclip",
+    help="Chinese-CLIP *_imgs.tsv (or image LMDB) + *_texts.jsonl",
+    writes=CAPTIONS,
+    settings=(
+        Setting("images", "X_imgs.tsv, or an image LMDB directory in Chinese-CLIP's layout", kind=FILE, type=Path,
+                required=True, tracked_files=image_files_to_track),
+        Setting("texts", "X_texts.jsonl", kind=FILE, type=Path, required=True),
+    ),
+    read=read,
+)

@@ -2,8 +2,10 @@
 
 from pathlib import Path
 
+from clipeval.data.annotation_json import CaptionCollector, list_field
 from clipeval.data.captions import Captions
-from clipeval.data.sources.annotation_json import CaptionCollector, list_field
+from clipeval.data.image_files import read_image_files
+from clipeval.data.sources import CAPTIONS, FILE, FOLDER, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
 from clipeval.storage.ids import require_id
 from clipeval.storage.jsonl import read_json
@@ -56,3 +58,24 @@ def read_id_list(path) -> list[int]:
     if len(set(ids)) != len(ids):
         raise ClipevalError(f"{path}: image ids repeat")
     return ids
+
+
+def read(settings) -> PreparedSource:
+    only = read_id_list(settings["image_ids"]) if settings["image_ids"] else None
+    files, captions = coco_captions(settings["annotations"], settings["images"], only)
+    source = {"format": "coco", "annotations": str(settings["annotations"]), "images": str(settings["images"]),
+              "image_ids": str(settings["image_ids"]) if settings["image_ids"] else None}
+    return PreparedSource(read_image_files(files, settings["annotations"]), captions, source)
+
+
+FORMAT = SourceFormat(
+    name="coco",
+    help="a COCO captions file (captions_val2017.json …)",
+    writes=CAPTIONS,
+    settings=(
+        Setting("annotations", "the captions JSON", kind=FILE, type=Path, required=True),
+        Setting("images", "the image directory", kind=FOLDER, type=Path, required=True),
+        Setting("image_ids", "keep only these image ids (one per line)", kind=FILE, type=Path),
+    ),
+    read=read,
+)

@@ -12,7 +12,9 @@ that order.
 
 from pathlib import Path
 
-from clipeval.data.sources.text_lists import nonblank_lines
+from clipeval.data.image_files import read_image_files
+from clipeval.data.sources import CLASSES, FILE, FIRST_IMAGE_ID, FOLDER, TEMPLATES, PreparedSource, Setting, SourceFormat
+from clipeval.data.text_lists import nonblank_lines, read_templates
 from clipeval.errors import ClipevalError
 
 
@@ -74,3 +76,29 @@ def image_files(folders: list[Path], first_image_id: int) -> tuple[list[tuple[in
             files.append((image_id, path))
             labels.append((image_id, label))
     return files, labels
+
+
+def read(settings) -> PreparedSource:
+    entries = read_classnames(settings["classnames"])
+    templates = read_templates(settings["templates"])
+    files, labels = image_files(class_folders(settings["images"], entries, settings["classnames"]),
+                                settings["first_image_id"])
+    source = {"format": "imagefolder", "images": str(settings["images"]), "classnames": str(settings["classnames"]),
+              "templates": str(settings["templates"])}
+    classes = (labels, [name for _, name in entries], templates)
+    return PreparedSource(read_image_files(files, settings["images"]), None, source, classes)
+
+
+FORMAT = SourceFormat(
+    name="imagefolder",
+    help="class folders + class names + templates (classification)",
+    writes=CLASSES,
+    settings=(
+        Setting("images", "one folder per class", kind=FOLDER, type=Path, required=True),
+        Setting("classnames", "a class per line, in index order: 'folder<TAB>name' or 'name'", kind=FILE, type=Path,
+                required=True),
+        TEMPLATES,
+        FIRST_IMAGE_ID,
+    ),
+    read=read,
+)

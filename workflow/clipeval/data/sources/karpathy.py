@@ -2,8 +2,10 @@
 
 from pathlib import Path
 
+from clipeval.data.annotation_json import CaptionCollector, list_field
 from clipeval.data.captions import Captions
-from clipeval.data.sources.annotation_json import CaptionCollector, list_field
+from clipeval.data.image_files import read_image_files
+from clipeval.data.sources import CAPTIONS, FILE, FOLDER, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
 from clipeval.storage.ids import require_id
 from clipeval.storage.jsonl import read_json
@@ -46,3 +48,24 @@ def karpathy_split(annotations, image_dir, splits, id_field=None) -> tuple[list[
     if not files:
         raise ClipevalError(f"{path}: no images in split(s) {', '.join(splits)}")
     return files, collector.captions()
+
+
+def read(settings) -> PreparedSource:
+    files, captions = karpathy_split(settings["annotations"], settings["images"], settings["split"], settings["image_id"])
+    source = {"format": "karpathy", "annotations": str(settings["annotations"]), "images": str(settings["images"]),
+              "split": settings["split"], "image_id": settings["image_id"]}
+    return PreparedSource(read_image_files(files, settings["annotations"]), captions, source)
+
+
+FORMAT = SourceFormat(
+    name="karpathy",
+    help="a Karpathy split (dataset_flickr30k.json, dataset_coco.json)",
+    writes=CAPTIONS,
+    settings=(
+        Setting("annotations", "the Karpathy split JSON", kind=FILE, type=Path, required=True),
+        Setting("images", "the image directory", kind=FOLDER, type=Path, required=True),
+        Setting("split", "train, restval, val and/or test (default: test)", default=["test"], many=True),
+        Setting("image_id", "id field (default: cocoid where present)", choices=("cocoid", "imgid")),
+    ),
+    read=read,
+)

@@ -14,6 +14,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from clipeval.data.captions import Captions
+from clipeval.data.sources import CAPTIONS, CLASSES, FIRST_IMAGE_ID, PreparedSource, Setting, SourceFormat
 
 IMAGE_SIZE = 64
 _SUPERSAMPLE = 4
@@ -181,3 +182,22 @@ def generate_shapes(num_images: int, seed: int, first_image_id: int = 0):
             positives.append(np.array([image_id], dtype=np.int64))
     captions = Captions(np.array(text_ids, dtype=np.int64), texts, positives)
     return images, captions, labels
+
+
+def read(settings) -> PreparedSource:
+    images, captions, labels = generate_shapes(settings["num_images"], settings["seed"], settings["first_image_id"])
+    source = {"format": "shapes", "num_images": settings["num_images"], "seed": settings["seed"]}
+    return PreparedSource(images, captions, source, (labels, list(CLASSNAMES), list(CLASS_TEMPLATES)))
+
+
+FORMAT = SourceFormat(
+    name="shapes",
+    help="generate the synthetic shapes benchmark",
+    writes=CAPTIONS + CLASSES,
+    settings=(
+        Setting("num_images", "how many images to draw", type=int, required=True),
+        Setting("seed", "the seed every image and caption follows from", type=int, required=True),
+        FIRST_IMAGE_ID,
+    ),
+    read=read,
+)
