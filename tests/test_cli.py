@@ -14,10 +14,10 @@ def read_lines(path):
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory, tiny_checkpoint):
-    """make-shapes → extract-features → make-topk-predictions ×2 → score-retrieval → summarize."""
+    """prepare shapes → extract-features → make-topk-predictions ×2 → score-retrieval → summarize."""
     root = tmp_path_factory.mktemp("chain")
     steps = [
-        ("make-shapes", "--num-images", 30, "--seed", 2, "--first-image-id", 500, "--out", root / "data"),
+        ("prepare", "shapes", "--num-images", 30, "--seed", 2, "--first-image-id", 500, "--out", root / "data"),
         ("extract-features", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint,
          "--images", root / "data/images.lmdb", "--texts", root / "data/texts.jsonl",
          "--image-output", root / "feats/images.jsonl", "--text-output", root / "feats/texts.jsonl",
@@ -330,3 +330,24 @@ def test_bad_json_inputs_are_one_line_errors(chain, tmp_path):
     result = run_cli("describe-model", "--arch", "clipeval-tiny", "--preprocess", "{bad", "--output", tmp_path / "d.json")
     assert result.returncode == 1 and result.stderr.startswith("clipeval: error: --preprocess: malformed JSON")
     assert not (tmp_path / "d.json").exists()
+
+
+def test_the_readme_stage_table_names_each_rule_files_subcommands():
+    """Stage = rule file = log folder, and the table lists exactly the subcommands each rule file runs."""
+    import re
+
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("| stage (rule file, log folder) |"):].split("\n\n")[0].splitlines()[2:]
+    listed = {}
+    for row in table:
+        stage, commands = [cell.strip() for cell in row.strip("|").split(" | ")[:2]]
+        listed[stage] = set(re.findall(r"`clipeval ([a-z-]+)", commands))
+    run = {}
+    for rule_file in sorted((REPO / "workflow/rules").glob("*.smk")):
+        commands = set(re.findall(r'"python -m clipeval ([a-z-]+)', rule_file.read_text()))
+        if commands:
+            run[rule_file.stem] = commands
+            assert set(re.findall(r'"logs/([a-z]+)/', rule_file.read_text())) == {rule_file.stem}
+    assert listed == run
