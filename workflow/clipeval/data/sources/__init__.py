@@ -47,6 +47,7 @@ class Setting:
         return self.tracked_files(value) if self.tracked_files else [str(value)]
 
 
+IMAGE_DIRECTORY = Setting("images", "the image directory", kind=FOLDER, type=pathlib.Path, required=True)
 FIRST_IMAGE_ID = Setting("first_image_id", "ids count up from here in file order", type=int, default=0)
 TEMPLATES = Setting("templates", "a prompt template per line, {} standing for the class name", kind=FILE,
                     type=pathlib.Path, required=True)

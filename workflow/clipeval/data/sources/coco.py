@@ -5,7 +5,7 @@ from pathlib import Path
 from clipeval.data.annotation_json import CaptionCollector, list_field
 from clipeval.data.captions import Captions
 from clipeval.data.image_files import read_image_files
-from clipeval.data.sources import CAPTIONS, FILE, FOLDER, PreparedSource, Setting, SourceFormat
+from clipeval.data.sources import CAPTIONS, FILE, IMAGE_DIRECTORY, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
 from clipeval.storage.ids import require_id
 from clipeval.storage.jsonl import read_json
@@ -74,7 +74,7 @@ FORMAT = SourceFormat(
     writes=CAPTIONS,
     settings=(
         Setting("annotations", "the captions JSON", kind=FILE, type=Path, required=True),
-        Setting("images", "the image directory", kind=FOLDER, type=Path, required=True),
+        IMAGE_DIRECTORY,
         Setting("image_ids", "keep only these image ids (one per line)", kind=FILE, type=Path),
     ),
     read=read,

@@ -5,7 +5,7 @@ from pathlib import Path
 from clipeval.data.annotation_json import CaptionCollector, list_field
 from clipeval.data.captions import Captions
 from clipeval.data.image_files import read_image_files
-from clipeval.data.sources import CAPTIONS, FILE, FOLDER, PreparedSource, Setting, SourceFormat
+from clipeval.data.sources import CAPTIONS, FILE, IMAGE_DIRECTORY, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
 from clipeval.storage.ids import require_id
 from clipeval.storage.jsonl import read_json
@@ -63,7 +63,7 @@ FORMAT = SourceFormat(
     writes=CAPTIONS,
     settings=(
         Setting("annotations", "the Karpathy split JSON", kind=FILE, type=Path, required=True),
-        Setting("images", "the image directory", kind=FOLDER, type=Path, required=True),
+        IMAGE_DIRECTORY,
         Setting("split", "train, restval, val and/or test (default: test)", default=["test"], many=True),
         Setting("image_id", "id field (default: cocoid where present)", choices=("cocoid", "imgid")),
     ),
