@@ -13,14 +13,16 @@ if not workflow.config_settings.configfiles:
     configfile: "config/config.yaml"
 
 
-validate(config, "config/schema.yaml")
-
-
 include: "workflow/rules/common.smk"
 
 
-# Each dataset entry against its source format's schema, before any rule reads one.
-check_datasets()
+# The config against config/schema.yaml before any rule reads it: the first
+# error as one line naming the entry and key (common.smk). Then Snakemake's
+# own validation, which fills in the schema's defaults, and the checks that
+# span sections and the files the config names.
+check_schema()
+validate(config, "config/schema.yaml")
+check_config()
 
 
 include: "workflow/rules/inputs.smk"
@@ -32,9 +34,6 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/classify.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/summary.smk"
-
-
-check_config()
 
 
 # Under a cluster profile these run on the submitting node: each is seconds

@@ -184,6 +184,35 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     assert {r["difference"] for r in differences if r["difference"]} == {"0.0"}
 
 
+def test_another_experiments_checkpoint_is_read_not_remade(default_run, tmp_path):
+    """A second experiment in the same directory names the first one's trained checkpoint as `pretrained:`."""
+    workdir = copy_workflow(tmp_path)
+    shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
+    shutil.copytree(default_run / ".snakemake", workdir / ".snakemake", symlinks=True,
+                    ignore=shutil.ignore_patterns("log", "locks", "incomplete"))
+    config = yaml.safe_load((workdir / "config/config.yaml").read_text())
+    other = {"datasets": {"shapes-test": config["datasets"]["shapes-test"]},
+             "models": {"reused": {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}},
+             "extract": config["extract"]}
+    (workdir / "config/other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    assert planned_jobs(workdir, "--configfile", "config/other.yaml") == {
+        "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+
+
+def test_a_mistyped_path_stops_the_run_even_when_results_exist(default_run, tmp_path):
+    """Snakemake would plan nothing for finished jobs; the config's paths are checked before it plans."""
+    workdir = copy_workflow(tmp_path)
+    shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
+    config_path = workdir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["models"]["tiny-copy"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shape/checkpoint.pt"}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(workdir, "--cores", "1")
+    assert result.returncode == 1
+    assert ("config error: models.tiny-copy.pretrained: file results/models/tiny-shape/checkpoint.pt not found"
+            in result.stderr.splitlines())
+
+
 def test_evaluate_picks_pairs(tmp_path):
     workdir = copy_workflow(tmp_path)
     config_path = workdir / "config/config.yaml"
@@ -198,30 +227,43 @@ def test_evaluate_picks_pairs(tmp_path):
     "change, message",
     [
         (lambda c: c["models"]["tiny-shapes"]["train"].update(dataset="nowhere"),
-         "config error: unknown dataset 'nowhere' (known: shapes-train, shapes-test, shapes-classes)"),
+         "config error: models.tiny-shapes.train.dataset: unknown dataset 'nowhere'"
+         " (known: shapes-train, shapes-test, shapes-classes)"),
         (lambda c: c.update(evaluate=[{"model": "tiny-shapes", "dataset": "shapes-train"}]),
-         "config error: evaluate lists dataset 'shapes-train', whose task 'train' is not evaluated"),
+         "config error: evaluate[0].dataset: dataset 'shapes-train' has task 'train', which is not evaluated"),
         (lambda c: c.update(evaluate=[{"model": "ghost", "dataset": "shapes-test"}]),
-         "config error: unknown model 'ghost' (known: tiny-shapes)"),
-        (lambda c: c.update(knn={"top_k": 0}), "top_k"),
+         "config error: evaluate[0].model: unknown model 'ghost' (known: tiny-shapes)"),
+        (lambda c: c.update(evaluate=[{"model": "given", "dataset": "shapes-classes"}],
+                            models={"given": {"features": {"shapes-test": {"images": "Snakefile", "texts": "Snakefile"}}}}),
+         "config error: evaluate[0]: model 'given' has no features for dataset 'shapes-classes'"),
+        (lambda c: c.update(knn={"top_k": 0}), "config error: knn.top_k: 0 is less than the minimum of 1"),
         (lambda c: c.update(knn={"top_k": 5}),
-         "config error: knn.top_k is 5, but R@10 needs at least 10 predictions (Rsum always uses R@10)"),
-        (lambda c: c["models"].update(bad={"arch": "ViT-B-32"}), "bad"),
+         "config error: knn.top_k: 5 is too few: R@10 needs at least 10 predictions (Rsum always uses R@10)"),
+        (lambda c: c["models"].update(bad={"arch": "ViT-B-32"}),
+         "config error: models.bad: a model gives arch with pretrained, arch with train, or features alone; it gives arch"),
         (lambda c: c["datasets"]["shapes-test"].update(num_imagess=5),
-         "config error: dataset 'shapes-test': Additional properties are not allowed ('num_imagess' was unexpected)"),
-        (lambda c: c["datasets"]["shapes-test"].update(seed=-1),
-         "config error: dataset 'shapes-test'.seed: -1 is less than the minimum of 0"),
-        (lambda c: c["datasets"]["shapes-test"].pop("task"),
-         "config error: dataset 'shapes-test': 'task' is a required property"),
+         "config error: datasets.shapes-test: unknown key 'num_imagess' (allowed: first_image_id, format, num_images, protocol,"
+         " seed, task)"),
         (lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
-         "config error: dataset 'shapes-test' has format 'flickr'; the formats are cifar, cnclip, coco, imagefolder, karpathy,"
-         " shapes"),
+         "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: cifar, cnclip, coco, imagefolder,"
+         " karpathy, shapes)"),
+        (lambda c: c["datasets"].update(flickr={"format": "karpathy", "task": "retrieval", "annotations": "nope.json",
+                                                "images": "config"}),
+         "config error: datasets.flickr.annotations: file nope.json not found"),
+        (lambda c: c["datasets"].update(flickr={"format": "karpathy", "task": "retrieval", "annotations": "Snakefile",
+                                                "images": "images/"}),
+         "config error: datasets.flickr.images: folder images/ not found"),
+        (lambda c: c["models"].update(mine={"arch": "clipeval-tiny", "pretrained": "weights/mine.pt"}),
+         "config error: models.mine.pretrained: file weights/mine.pt not found"),
         (lambda c: c["models"].update(given={"features": {"nowhere": {"images": "i.jsonl", "texts": "t.jsonl"}}}),
-         "config error: unknown dataset 'nowhere' (known: shapes-train, shapes-test, shapes-classes)"),
+         "config error: models.given.features.nowhere: unknown dataset 'nowhere'"
+         " (known: shapes-train, shapes-test, shapes-classes)"),
         (lambda c: c["models"].update(given={"features": {"shapes-test": {"images": "i.jsonl"}}}),
-         "config error: model 'given': features for retrieval dataset 'shapes-test' need 'texts'"),
+         "config error: models.given.features.shapes-test: a retrieval dataset needs 'texts' features"),
         (lambda c: c["models"].update(given={"features": {"shapes-train": {"images": "i.jsonl"}}}),
-         "config error: model 'given' has features for dataset 'shapes-train', which is not evaluated"),
+         "config error: models.given.features.shapes-train: dataset 'shapes-train' has task 'train', which is not evaluated"),
+        (lambda c: c["models"].update(given={"features": {"shapes-test": {"images": "i.jsonl", "texts": "Snakefile"}}}),
+         "config error: models.given.features.shapes-test.images: file i.jsonl not found"),
     ],
 )
 def test_config_errors_are_reported(tmp_path, change, message):

@@ -10,12 +10,14 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
 from clipeval.codegraph import CodeGraph, command_entry_modules
+from clipeval.config_errors import config_error, location
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.models.pretrained import is_checkpoint_path
@@ -98,26 +100,11 @@ def fail(message):
 SOURCE_FORMATS = {name: source_format(name) for name in format_names()}
 
 
-def check_datasets():
-    """Each dataset entry against its format's schema, config/schema.yaml's `$defs/FORMAT_dataset`.
-
-    The top-level validation only sees that an entry has a format: checked
-    here, an error names the dataset and the key that is wrong.
-    """
-    import jsonschema
-    import yaml
-
-    definitions = yaml.safe_load((Path(workflow.basedir) / "config/schema.yaml").read_text())["$defs"]
-    for name, entry in config["datasets"].items():
-        if entry["format"] not in SOURCE_FORMATS:
-            fail(f"dataset {name!r} has format {entry['format']!r}; the formats are {', '.join(SOURCE_FORMATS)}")
-        if f"{entry['format']}_dataset" not in definitions:
-            raise WorkflowError(f"config/schema.yaml has no $defs/{entry['format']}_dataset for format {entry['format']!r}")
-        validator = jsonschema.Draft202012Validator({"$defs": definitions, "$ref": f"#/$defs/{entry['format']}_dataset"})
-        error = jsonschema.exceptions.best_match(validator.iter_errors(entry))
-        if error is not None:
-            where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
-            fail(f"dataset {name!r}{where}: {error.message}")
+def check_schema():
+    schema = yaml.safe_load((Path(workflow.basedir) / "config/schema.yaml").read_text())
+    message = config_error(config, schema, list(SOURCE_FORMATS))
+    if message:
+        fail(message)
 
 
 def dataset_config(name):
@@ -137,27 +124,14 @@ def is_features_model(name):
 
 
 def precomputed_features(model, dataset):
-    """A features model's files for one dataset, checked against the dataset's task."""
-    given = model_config(model)["features"].get(dataset)
-    if given is None:
-        fail(f"model {model!r} has no features for dataset {dataset!r}")
-    needed = {"retrieval": "texts", "classification": "classes"}[dataset_config(dataset)["task"]]
-    if needed not in given:
-        fail(f"model {model!r}: features for {dataset_config(dataset)['task']} dataset {dataset!r} need {needed!r}")
-    return given
+    """A features model's files for one dataset (check_config has checked them against its task)."""
+    return model_config(model)["features"][dataset]
 
 
 def evaluation_pairs():
     """(model, dataset) pairs, in config order."""
     if "evaluate" in config:
-        pairs = [(entry["model"], entry["dataset"]) for entry in config["evaluate"]]
-        for model, dataset in pairs:
-            model_config(model)
-            if dataset_config(dataset)["task"] not in EVALUATED_TASKS:
-                fail(f"evaluate lists dataset {dataset!r}, whose task {dataset_config(dataset)['task']!r} is not evaluated")
-            if is_features_model(model):
-                precomputed_features(model, dataset)
-        return pairs
+        return [(entry["model"], entry["dataset"]) for entry in config["evaluate"]]
     return [
         (model, dataset)
         for model in config["models"]
@@ -181,18 +155,67 @@ def comparison_pairs():
 
 
 def check_config():
-    """Checks that span several config sections, which the schema cannot express."""
+    """Checks that span several config sections, which the schema cannot express; then the inputs."""
+
+    def known(key, name, section):
+        if name not in config[section]:
+            fail(f"{location(key)}: unknown {section[:-1]} {name!r} (known: {', '.join(config[section])})")
+
+    def evaluated(key, dataset):
+        known(key, dataset, "datasets")
+        task = config["datasets"][dataset]["task"]
+        if task not in EVALUATED_TASKS:
+            fail(f"{location(key)}: dataset {dataset!r} has task {task!r}, which is not evaluated")
+
     for name, entry in config["models"].items():
         if "train" in entry:
-            dataset_config(entry["train"]["dataset"])
-        for dataset in entry.get("features", {}):
-            if dataset_config(dataset)["task"] not in EVALUATED_TASKS:
-                fail(f"model {name!r} has features for dataset {dataset!r}, which is not evaluated")
-            precomputed_features(name, dataset)
+            known(("models", name, "train", "dataset"), entry["train"]["dataset"], "datasets")
+        for dataset, files in entry.get("features", {}).items():
+            evaluated(("models", name, "features", dataset), dataset)
+            needed = {"retrieval": "texts", "classification": "classes"}[config["datasets"][dataset]["task"]]
+            if needed not in files:
+                fail(f"{location(('models', name, 'features', dataset))}: a {config['datasets'][dataset]['task']}"
+                     f" dataset needs {needed!r} features")
+    for index, entry in enumerate(config.get("evaluate", [])):
+        known(("evaluate", index, "model"), entry["model"], "models")
+        evaluated(("evaluate", index, "dataset"), entry["dataset"])
+        features = config["models"][entry["model"]].get("features")
+        if features is not None and entry["dataset"] not in features:
+            fail(f"{location(('evaluate', index))}: model {entry['model']!r} has no features for dataset"
+                 f" {entry['dataset']!r}")
     deepest = max([*config["metrics"]["recall_at"], 10])
     if config["knn"]["top_k"] < deepest:
-        fail(f"knn.top_k is {config['knn']['top_k']}, but R@{deepest} needs at least {deepest} predictions"
+        fail(f"knn.top_k: {config['knn']['top_k']} is too few: R@{deepest} needs at least {deepest} predictions"
              " (Rsum always uses R@10)")
+    check_inputs()
+
+
+def entry_settings(dataset, kind):
+    """(setting, value) for each setting of this kind (FILE, FOLDER, VALUE) that a dataset's entry gives."""
+    entry = dataset_config(dataset)
+    return [(setting, entry[setting.key]) for setting in SOURCE_FORMATS[entry["format"]].settings
+            if setting.kind == kind and setting.key in entry]
+
+
+def check_inputs():
+    """Every file and folder the config names exists, before anything runs.
+
+    Snakemake does not look at the inputs of jobs whose outputs exist: a
+    mistyped path of a prepared dataset would otherwise plan nothing and exit 0.
+    """
+    trained = {artifact("checkpoint", model=name) for name, entry in config["models"].items() if "train" in entry}
+    named = [(("datasets", dataset, setting.key), value, kind)
+             for dataset in config["datasets"] for kind in (FILE, FOLDER)
+             for setting, value in entry_settings(dataset, kind)]
+    for name, entry in config["models"].items():
+        weights = entry.get("pretrained", "")
+        if is_checkpoint_path(weights) and weights not in trained:
+            named.append((("models", name, "pretrained"), weights, FILE))
+        named += [(("models", name, "features", dataset, kind), path, FILE)
+                  for dataset, files in entry.get("features", {}).items() for kind, path in files.items()]
+    for key, path, kind in named:
+        if not (Path(path).is_dir() if kind == FOLDER else Path(path).exists()):
+            fail(f"{location(key)}: {'folder' if kind == FOLDER else 'file'} {path} not found")
 
 
 # Dataset keys that say how a dataset is scored, not what is in it.

@@ -11,13 +11,6 @@ def datasets_of_format(fmt):
     return names_matching(n for n, e in config["datasets"].items() if e["format"] == fmt)
 
 
-def entry_settings(dataset, kind):
-    """(setting, value) for each setting of this kind that a dataset's entry gives."""
-    entry = dataset_config(dataset)
-    return [(setting, entry[setting.key]) for setting in SOURCE_FORMATS[entry["format"]].settings
-            if setting.kind == kind and setting.key in entry]
-
-
 def source_files_to_track(wildcards):
     return [path for setting, value in entry_settings(wildcards.dataset, FILE) for path in setting.files_to_track(value)]
 

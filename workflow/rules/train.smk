@@ -8,6 +8,10 @@ rule train:
         unpack(train_inputs),
     output:
         checkpoint=ARTIFACTS["checkpoint"],
+    # Only models this config trains: a `pretrained:` path of the same shape
+    # (another experiment's checkpoint) is a plain input.
+    wildcard_constraints:
+        model=names_matching(name for name, entry in config["models"].items() if "train" in entry),
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         dataset_dir=lambda wildcards, input: str(Path(input.meta).parent),
