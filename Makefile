@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= all
+# Another experiment's config instead of config/config.yaml: make run CONFIG=config/examples/muge.yaml
+CONFIG ?=
 # Which FAISS build knn searches with: cpu, or gpu on a CUDA host (README, "On a GPU host").
 FAISS ?= cpu
 ifeq ($(filter $(FAISS),cpu gpu),)
@@ -22,7 +24,7 @@ $(INSTALLED): pyproject.toml constraints.txt
 	touch $@
 
 run: $(INSTALLED)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 
 test: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest

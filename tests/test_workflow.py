@@ -124,7 +124,16 @@ def test_make_refuses_an_unknown_faiss_build_before_installing_anything():
                             env=environment)
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr == "Makefile:9: *** FAISS must be cpu or gpu, not 'cuda'.  Stop.\n"
+    assert result.stderr == "Makefile:11: *** FAISS must be cpu or gpu, not 'cuda'.  Stop.\n"
+
+
+def test_make_run_takes_another_experiments_config():
+    environment = {key: value for key, value in os.environ.items() if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    result = subprocess.run(["make", "--dry-run", "run", "CONFIG=config/examples/muge.yaml"], cwd=REPO,
+                            capture_output=True, text=True, env=environment)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        f'PATH="{REPO}/.venv/bin:$PATH" .venv/bin/snakemake --cores all --configfile config/examples/muge.yaml')
 
 
 def write_cnclip_files(directory, source_dataset):
