@@ -5,7 +5,8 @@ import pytest
 import yaml
 
 from clipeval.config_errors import config_error
-from clipeval.data.sources import format_names
+from clipeval.data.sources import FILE, FOLDER, format_names, source_format
+from clipeval.models.pretrained import is_checkpoint_path
 
 from conftest import REPO
 
@@ -14,7 +15,8 @@ EXAMPLES = sorted((REPO / "config/examples").glob("*.yaml"))
 
 def test_there_are_examples():
     assert {p.stem for p in EXAMPLES} >= {"flickr30k-1k", "coco-5k", "coco-1k", "muge", "flickr30k-cn", "coco-cn",
-                                          "cifar10", "cifar100", "imagenet-1k-val"}
+                                          "cifar10", "cifar100", "imagenet-1k-val", "coco-val2017",
+                                          "local-checkpoint", "precomputed-features"}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -23,17 +25,56 @@ def test_example_validates_and_names_known_weights(path):
     assert config_error(config, yaml.safe_load((REPO / "config/schema.yaml").read_text()), format_names()) is None
     known = set(open_clip.list_pretrained())
     for name, model in config["models"].items():
-        assert (model["arch"], model["pretrained"]) in known, name
+        if "pretrained" in model and not is_checkpoint_path(model["pretrained"]):
+            assert (model["arch"], model["pretrained"]) in known, name
     assert path.read_text().startswith("# "), "each example says where its files come from"
+    assert f"# Run: make run CONFIG=config/examples/{path.name}\n" in path.read_text()
 
 
-def test_an_example_replaces_the_default_experiment(tmp_path):
+def test_the_examples_cover_every_format_a_local_checkpoint_and_precomputed_features():
+    configs = [yaml.safe_load(path.read_text()) for path in EXAMPLES]
+    assert {d["format"] for c in configs for d in c["datasets"].values()} == set(format_names()) - {"shapes"}
+    models = [m for c in configs for m in c["models"].values()]
+    assert any(is_checkpoint_path(m.get("pretrained", "")) for m in models)
+    assert any("features" in m for m in models)
+
+
+def create_named_inputs(workdir, config):
+    """Empty stand-ins for every file and folder an example names, enough for a dry run."""
+    for entry in config["datasets"].values():
+        for setting in source_format(entry["format"]).settings:
+            if setting.key in entry and setting.kind in (FILE, FOLDER):
+                path = workdir / entry[setting.key]
+                if setting.kind == FOLDER:
+                    path.mkdir(parents=True, exist_ok=True)
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.touch()
+    for model in config["models"].values():
+        paths = [model["pretrained"]] if is_checkpoint_path(model.get("pretrained", "")) else []
+        paths += [p for files in model.get("features", {}).values() for p in files.values()]
+        for path in paths:
+            (workdir / path).parent.mkdir(parents=True, exist_ok=True)
+            (workdir / path).touch()
+
+
+EXTRACTED = {"describe_model": 1, "extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1,
+             "knn": 2, "score_retrieval": 1}
+
+
+@pytest.mark.parametrize("example, jobs", [
+    ("flickr30k-cn", {"prepare_cnclip": 1, **EXTRACTED, "summary": 1, "all": 1}),
+    ("coco-val2017", {"prepare_coco": 1, **EXTRACTED, "summary": 1, "all": 1}),
+    ("local-checkpoint", {"prepare_karpathy": 1, **{rule: 2 * n for rule, n in EXTRACTED.items()},
+                          "compare_models": 1, "summary": 1, "all": 1}),
+    # The features model adds its description, knn, score and a comparison: nothing to extract.
+    ("precomputed-features", {"prepare_cnclip": 1, **EXTRACTED, "describe_features_model": 1, "knn": 4,
+                              "score_retrieval": 2, "compare_models": 1, "summary": 1, "all": 1}),
+])
+def test_an_example_replaces_the_default_experiment(tmp_path, example, jobs):
     from snakemake_runner import copy_workflow, planned_jobs
 
     workdir = copy_workflow(tmp_path / "experiment")
-    (workdir / "data/Flickr30k-CN").mkdir(parents=True)
-    for name in ("test_imgs.tsv", "test_texts.jsonl"):
-        (workdir / "data/Flickr30k-CN" / name).touch()
-    jobs = planned_jobs(workdir, "--configfile", "config/examples/flickr30k-cn.yaml")
-    assert jobs == {"prepare_cnclip": 1, "describe_model": 1, "extract_text_features": 1, "extract_image_shard": 1,
-                    "gather_image_features": 1, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+    config_file = f"config/examples/{example}.yaml"
+    create_named_inputs(workdir, yaml.safe_load((workdir / config_file).read_text()))
+    assert planned_jobs(workdir, "--configfile", config_file) == jobs
