@@ -351,3 +351,19 @@ def test_the_readme_stage_table_names_each_rule_files_subcommands():
             run[rule_file.stem] = commands
             assert set(re.findall(r'"logs/([a-z]+)/', rule_file.read_text())) == {rule_file.stem}
     assert listed == run
+
+
+def test_each_command_names_installed_libraries_for_its_fingerprint():
+    """A misspelt library would read as 'absent' and its upgrades would re-run nothing."""
+    from importlib import metadata
+
+    from clipeval.cli import command_module, command_names
+
+    faiss_builds = {"faiss-cpu", "faiss-gpu"}  # one of the two is installed (README, "On a GPU host")
+    for name in command_names():
+        libraries = command_module(name).LIBRARIES
+        assert isinstance(libraries, tuple), name
+        for library in set(libraries) - faiss_builds:
+            metadata.version(library)
+        assert not faiss_builds & set(libraries) or any(
+            list(metadata.distributions(name=build)) for build in faiss_builds), name

@@ -16,6 +16,7 @@ from snakemake.settings.types import DeploymentMethod
 
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
+from clipeval.cli import command_module
 from clipeval.codegraph import CodeGraph, command_entry_modules
 from clipeval.config_errors import config_error, location
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
@@ -57,23 +58,6 @@ def speed_knobs(section):
     return {knob: config[section][knob] for knob in SPEED_KNOBS[section]}
 
 
-# The libraries whose installed versions shape each command's output. With
-# the command's own code (its modules, found by following its imports) they
-# make the rule's `code` param: shell rules would not notice either change.
-COMMAND_LIBRARIES = {
-    "prepare": ["pillow", "lmdb", "numpy"],
-    "train": ["torch", "open_clip_torch", "pillow", "numpy"],
-    "describe-model": ["torch", "open_clip_torch"],
-    "extract-features": ["torch", "torchvision", "open_clip_torch", "pillow"],
-    "encode-classes": ["torch", "open_clip_torch"],
-    "gather-features": ["numpy"],
-    "describe-features": [],
-    "make-topk-predictions": ["faiss-cpu", "faiss-gpu", "numpy"],
-    "score-retrieval": ["numpy"],
-    "score-classification": ["numpy"],
-    "compare-models": ["numpy"],
-    "summarize": [],
-}
 CODE_GRAPH = CodeGraph(PACKAGE_DIR)
 
 
@@ -87,7 +71,9 @@ def _installed_version(distribution):
 def code_fingerprint(command, source_format=None):
     """A digest of the code `python -m clipeval COMMAND [FORMAT]` runs and its libraries' versions."""
     digest = hashlib.sha256(CODE_GRAPH.digest(command_entry_modules(command, source_format)).encode())
-    for library in COMMAND_LIBRARIES[command]:
+    # With the command's own modules, the installed versions of the libraries
+    # that shape its output (its module's LIBRARIES): shell rules notice neither.
+    for library in command_module(command).LIBRARIES:
         digest.update(f"{library}=={_installed_version(library)}\n".encode())
     return digest.hexdigest()[:16]
 

@@ -3,6 +3,7 @@ from pathlib import Path
 from clipeval.commands._options import add_interval_options
 
 HELP = "paired differences of two models' metrics on one dataset"
+LIBRARIES = ("numpy",)
 
 
 def add_arguments(parser):

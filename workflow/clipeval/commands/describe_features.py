@@ -1,6 +1,7 @@
 from pathlib import Path
 
 HELP = "identify a precomputed-features model for provenance"
+LIBRARIES = ()
 
 
 def add_arguments(parser):

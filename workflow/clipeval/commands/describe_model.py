@@ -4,6 +4,7 @@ from clipeval.commands._options import add_model_options
 from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "write a model's identity for provenance"
+LIBRARIES = ("torch", "open_clip_torch")
 
 
 def add_arguments(parser):

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 HELP = "Chinese-CLIP compatible recall of one prediction file"
+LIBRARIES = ("numpy",)
 
 
 def add_arguments(parser):

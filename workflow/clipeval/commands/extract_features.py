@@ -4,6 +4,7 @@ from clipeval.commands._options import add_compute_options, add_model_options
 from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "encode a dataset's images and/or captions"
+LIBRARIES = ("torch", "torchvision", "open_clip_torch", "pillow")
 
 
 def add_arguments(parser):

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 HELP = "concatenate feature shards in order"
+LIBRARIES = ("numpy",)
 
 
 def add_arguments(parser):

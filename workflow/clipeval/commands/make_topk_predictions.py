@@ -1,6 +1,7 @@
 from pathlib import Path
 
 HELP = "exact inner-product top-k with FAISS"
+LIBRARIES = ("faiss-cpu", "faiss-gpu", "numpy")
 
 
 def add_arguments(parser):

@@ -4,6 +4,7 @@ from pathlib import Path
 from clipeval.data.sources import format_names
 
 HELP = "prepare a dataset (images.lmdb, texts.jsonl or labels, meta.json) from a source format"
+LIBRARIES = ("pillow", "lmdb", "numpy")
 
 
 def add_arguments(parser):

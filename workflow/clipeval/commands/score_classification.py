@@ -3,6 +3,7 @@ from pathlib import Path
 from clipeval.commands._options import add_score_output_options
 
 HELP = "zero-shot top-1/top-5, per-class metrics"
+LIBRARIES = ("numpy",)
 
 
 def add_arguments(parser):

@@ -3,6 +3,7 @@ from pathlib import Path
 from clipeval.commands._options import add_score_output_options
 
 HELP = "recall@K, ranks, Rsum and mean recall, both ways"
+LIBRARIES = ("numpy",)
 
 
 def add_arguments(parser):

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 HELP = "gather metrics into summary.csv and summary.md"
+LIBRARIES = ()
 
 
 def add_arguments(parser):

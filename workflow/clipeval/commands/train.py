@@ -3,6 +3,7 @@ from pathlib import Path
 from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "train a CLIP from scratch on a prepared dataset"
+LIBRARIES = ("torch", "open_clip_torch", "pillow", "numpy")
 
 
 def add_arguments(parser):
