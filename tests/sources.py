@@ -134,3 +134,18 @@ def write_shapes_cifar(directory, num_images=30, seed=14):
                         list(CLASSNAMES))
     (directory / "cifar-templates.txt").write_text("a {}\nthere is a {} in the picture\n")
     return batch, directory / "cifar-templates.txt"
+
+
+def object_array_as_shape_pickle() -> bytes:
+    """A CIFAR-like batch that names only numpy.ndarray, numpy.dtype and numpy's _reconstruct, yet builds an
+    object array from raw bytes (a pointer 0x4141414141414141, its dtype's state claiming no objects) and
+    passes it as another array's shape: run with numpy's own constructors, this pickle dereferences it."""
+    def reconstruct(shape):
+        return b"cnumpy._core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + shape + b"U\x01b\x87R"
+
+    def dtype(code):
+        return b"cnumpy\ndtype\nU\x02" + code + b"\x89\x88\x87R(K\x03U\x01|NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb"
+
+    pointer_array = reconstruct(b"K\x00\x85") + b"(K\x01K\x01\x85" + dtype(b"O8") + b"\x89U\x08" + b"A" * 8 + b"tb"
+    data_array = reconstruct(b"h\x01") + b"(K\x01K\x01\x85" + dtype(b"u1") + b"\x89U\x01xtb"
+    return b"\x80\x02}(U\x06labels]U\x04data" + pointer_array + b"q\x010" + data_array + b"u."

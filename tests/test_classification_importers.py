@@ -9,7 +9,7 @@ from PIL import Image
 
 from clipeval.data.image_lmdb import ImageStore
 from conftest import run_cli
-from sources import python2_pickle, write_cifar
+from sources import object_array_as_shape_pickle, python2_pickle, write_cifar
 
 
 def png(colour, mode="RGB", size=(8, 6)):
@@ -150,6 +150,19 @@ def test_a_pickle_that_would_run_code_is_refused_unrun(tmp_path):
     assert result.stderr.strip() == (f"clipeval: error: {tmp_path / 'src/test_batch'}: refusing to load io.open:"
                                      " a dataset pickle may hold plain data only")
     assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+def test_a_pickle_that_would_corrupt_memory_is_refused_unrun(tmp_path):
+    """Only numpy names the old unpickler allowed, yet running it dereferenced a forged pointer (exit 139)."""
+    batch = tmp_path / "src/test_batch"
+    batch.parent.mkdir()
+    batch.write_bytes(object_array_as_shape_pickle())
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt",
+                     "--out", tmp_path / "out")
+    assert (result.returncode, result.stderr.strip()) == (
+        1, f"clipeval: error: {batch}: numpy dtype b'O8', not uint8: a dataset pickle may hold plain data only")
+    assert not (tmp_path / "out").exists()
 
 
 def test_truncated_cifar_batch_and_bad_labels(tmp_path):

@@ -1,40 +1,24 @@
 """CIFAR-10/100 python batches (`cifar-10-batches-py/test_batch`, `cifar-100-python/test`).
 
 A pickle is a program: loading one may call any importable function. These
-files only hold dicts, lists, bytes, numbers and uint8 arrays, so the
-unpickler resolves nothing but numpy's array reconstruction; any other
-global is refused before it can run.
+files only hold dicts, lists, bytes, numbers and uint8 arrays, so they are
+read by data/plain_pickle.py, which interprets that subset without running
+the pickle at all.
 """
 
-import importlib
 import io
-import pickle
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 from PIL import Image
 
+from clipeval.data.plain_pickle import load_plain_pickle
 from clipeval.data.sources import CLASSES, FILE, FIRST_IMAGE_ID, TEMPLATES, PreparedSource, Setting, SourceFormat
 from clipeval.data.text_lists import read_templates
 from clipeval.errors import ClipevalError
 
 
-def _numpy_reconstruct():
-    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):
-        try:
-            return importlib.import_module(name)._reconstruct
-        except (ImportError, AttributeError):
-            continue
-    raise ImportError("numpy's array reconstruction is not importable")
-
-
-ALLOWED_GLOBALS = {
-    ("numpy.core.multiarray", "_reconstruct"): _numpy_reconstruct(),
-    ("numpy._core.multiarray", "_reconstruct"): _numpy_reconstruct(),
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): np.dtype,
-}
 # label key, class-names file, class-names key, per format
 LAYOUTS = {
     "cifar10": (b"labels", "batches.meta", b"label_names"),
@@ -42,25 +26,13 @@ LAYOUTS = {
 }
 
 
-class PlainDataUnpickler(pickle.Unpickler):
-    def __init__(self, handle, path):
-        super().__init__(handle, encoding="bytes")
-        self.path = path
-
-    def find_class(self, module, name):
-        allowed = ALLOWED_GLOBALS.get((module, name))
-        if allowed is None:
-            raise ClipevalError(f"{self.path}: refusing to load {module}.{name}: a dataset pickle may hold plain data only")
-        return allowed
-
-
-def load_plain_pickle(path) -> dict:
+def load_cifar_pickle(path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise ClipevalError(f"{path}: file not found")
     with open(path, "rb") as handle:
         try:
-            data = PlainDataUnpickler(handle, path).load()
+            data = load_plain_pickle(path, handle)
         except ClipevalError:
             raise
         except Exception as error:  # a truncated or foreign file fails in many ways
@@ -79,7 +51,7 @@ def detect_layout(batch: dict, path) -> str:
 
 def cifar_classnames(meta_path, layout: str) -> list[str]:
     """Class names from the batch's meta file, underscores read as spaces ("aquarium_fish")."""
-    names = load_plain_pickle(meta_path).get(LAYOUTS[layout][2])
+    names = load_cifar_pickle(meta_path).get(LAYOUTS[layout][2])
     if not isinstance(names, list) or not names or not all(isinstance(n, bytes) for n in names):
         raise ClipevalError(f"{meta_path}: expected a list of class names under {LAYOUTS[layout][2]!r}")
     return [n.decode("utf-8").replace("_", " ") for n in names]
@@ -88,7 +60,7 @@ def cifar_classnames(meta_path, layout: str) -> list[str]:
 def read_cifar(batch_path) -> tuple[str, np.ndarray, list[int], list[str]]:
     """(layout, images as N×32×32×3 uint8, labels, class names) from a batch and the meta file beside it."""
     batch_path = Path(batch_path)
-    batch = load_plain_pickle(batch_path)
+    batch = load_cifar_pickle(batch_path)
     layout = detect_layout(batch, batch_path)
     data, labels = batch.get(b"data"), batch[LAYOUTS[layout][0]]
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
