@@ -162,3 +162,36 @@ def test_unusual_modes_and_sizes_are_converted_not_rejected(tmp_path, source, ti
     ids, matrix = encode_images(model, preprocess, store, store.image_ids(), batch_size=4, num_workers=0,
                                 device="cpu", precision="fp32")
     assert ids.tolist() == list(odd) and matrix.shape == (6, 64)
+
+
+def dataset_files(directory):
+    return {path.relative_to(directory): path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file()}
+
+
+def test_a_failed_import_over_a_dataset_leaves_it_as_it_was(tmp_path, source):
+    import_cnclip(*source, tmp_path / "out")
+    before = dataset_files(tmp_path / "out")
+    source[0].write_text(source[0].read_text() + "77\tnot base64!\n")
+    result = run_cli("prepare", "cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "out")
+    assert result.returncode == 1 and result.stderr.startswith(f"clipeval: error: {source[0]}:4: image_id 77")
+    assert dataset_files(tmp_path / "out") == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out", "test_imgs.tsv", "test_texts.jsonl"]
+
+
+def test_a_new_import_replaces_the_dataset_whole(tmp_path, source):
+    import_cnclip(*source, tmp_path / "out")
+    (tmp_path / "out/labels.jsonl").write_text("left from an older classification dataset\n")
+    write_texts(source[1], TEXTS[:1])
+    meta = import_cnclip(*source, tmp_path / "out")
+    assert meta["counts"] == {"images": 3, "texts": 1, "images_without_caption": 2}
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["images.lmdb", "meta.json", "texts.jsonl"]
+
+
+def test_an_import_into_a_folder_of_other_files_is_refused(tmp_path, source):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/notes.txt").write_text("mine")
+    result = run_cli("prepare", "cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "data")
+    assert (result.returncode, result.stderr.strip()) == (1, f"clipeval: error: {tmp_path / 'data'}: holds 'notes.txt',"
+                                                             " which is not part of a prepared dataset: write to a new or"
+                                                             " empty folder")
+    assert dataset_files(tmp_path / "data") == {Path("notes.txt"): b"mine"}

@@ -1,7 +1,6 @@
 """A prepared dataset directory: images.lmdb + texts.jsonl + meta.json."""
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Iterable
 
@@ -10,6 +9,7 @@ import numpy as np
 from clipeval.data.captions import Captions, check_references, load_captions
 from clipeval.data.image_lmdb import ImageStore, write_image_store
 from clipeval.errors import ClipevalError
+from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_json, write_json, write_jsonl
 
 
@@ -72,30 +72,50 @@ def write_texts_and_meta(
     return meta
 
 
+# What a prepared dataset directory may hold; write_dataset replaces such a directory whole.
+DATASET_ENTRIES = ("images.lmdb", "texts.jsonl", "labels.jsonl", "classes.json", "meta.json")
+
+
 def write_dataset(out_dir, prepared) -> dict:
-    """Write a whole prepared dataset (a data.sources.PreparedSource); nothing is left behind if validation fails.
+    """Write a whole prepared dataset (a data.sources.PreparedSource) and return its meta.
+
+    The dataset is written beside `out_dir` and renamed into place when
+    complete: a failed or killed import leaves the previous dataset there as
+    it was, or no folder. A folder holding anything else is refused, so a
+    mistyped --out never replaces someone's files.
 
     Not imported from data.sources: every stage reads datasets through this
     module, and the format registry is not part of their code.
     """
-    images, captions, source, classes = prepared.images, prepared.captions, prepared.source, prepared.classes
     out_dir = Path(out_dir)
-    created = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    store_path = out_dir / "images.lmdb"
-    try:
-        checksummed = _ChecksummedImages(images)
-        write_image_store(store_path, checksummed)
-        image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
-        if not len(image_ids):
-            raise ClipevalError(f"{source.get('images', out_dir)}: the dataset has no images")
-        if captions is not None:
-            check_references(captions, image_ids, source.get("texts", out_dir / "texts.jsonl"))
-        extra_files = write_class_files(out_dir, *classes) if classes else []
-        return write_texts_and_meta(out_dir, captions, image_ids, checksummed.digests, source, extra_files)
-    except BaseException:
-        shutil.rmtree(out_dir if created else store_path, ignore_errors=True)
-        raise
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ClipevalError(f"{out_dir}: not a folder")
+    entries = sorted(entry.name for entry in out_dir.iterdir()) if out_dir.exists() else []
+    foreign = [name for name in entries if not _is_dataset_entry(name)]
+    if foreign:
+        raise ClipevalError(f"{out_dir}: holds {foreign[0]!r}, which is not part of a prepared dataset:"
+                            " write to a new or empty folder")
+    with atomic_output(out_dir) as staging:
+        staging.mkdir()
+        return _write_into(staging, out_dir, prepared)
+
+
+def _is_dataset_entry(name: str) -> bool:
+    """A dataset file, or what a killed writer of one left (storage/atomic.py names it .NAME.partial-PID)."""
+    return name in DATASET_ENTRIES or any(name.startswith(f".{entry}.partial-") for entry in DATASET_ENTRIES)
+
+
+def _write_into(staging: Path, out_dir: Path, prepared) -> dict:
+    checksummed = _ChecksummedImages(prepared.images)
+    write_image_store(staging / "images.lmdb", checksummed)
+    image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
+    if not len(image_ids):
+        raise ClipevalError(f"{prepared.source.get('images', out_dir)}: the dataset has no images")
+    if prepared.captions is not None:
+        check_references(prepared.captions, image_ids, prepared.source.get("texts", out_dir / "texts.jsonl"))
+    extra_files = write_class_files(staging, *prepared.classes) if prepared.classes else []
+    return write_texts_and_meta(staging, prepared.captions, image_ids, checksummed.digests, prepared.source,
+                                extra_files)
 
 
 def load_dataset_meta(dataset_dir) -> dict:
