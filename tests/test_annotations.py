@@ -121,6 +121,10 @@ def break_karpathy(tmp_path, change):
         (lambda d, i: [e.update(split="train") for e in d["images"]], r"no images in split\(s\) test"),
         (lambda d, i: d["images"][1].update(sentences={"raw": "x"}), r"images\[1\]: image id 1: sentences must be a list of objects"),
         (lambda d, i: d["images"][2].update(sentences=["a caption"]), r"images\[2\]: image id 2: sentences must be a list of objects"),
+        (lambda d, i: d["images"][1].update(filepath=None),
+         r"images\[1\]: image id 1 has a filepath that is not a string: None$"),
+        (lambda d, i: d["images"][1].update(imgid=2**63), r"images\[1\]: image id \(cocoid/imgid\) 9223372036854775808 is too large"
+                                                           r" \(ids are below 2\^63\)$"),
     ],
 )
 def test_bad_karpathy_input_is_named_and_leaves_nothing(tmp_path, change, message):

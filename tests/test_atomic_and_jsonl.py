@@ -54,6 +54,17 @@ def test_non_object_line_is_rejected(tmp_path):
         list(read_jsonl(path))
 
 
+def test_line_numbers_count_blank_lines(tmp_path):
+    path = tmp_path / "gaps.jsonl"
+    path.write_text('{"a": 1}\n\n   \n{"a": 2}\r\n\n{"a": \n')
+    rows = []
+    with pytest.raises(ClipevalError) as error:
+        for line, row in read_jsonl(path):
+            rows.append((line, row))
+    assert rows == [(1, {"a": 1}), (4, {"a": 2})]
+    assert str(error.value) == f"{path}:6: malformed JSON line"
+
+
 def test_write_json_is_byte_stable(tmp_path):
     write_json(tmp_path / "a.json", {"b": 1.5, "a": [1, 2]})
     write_json(tmp_path / "b.json", {"a": [1, 2], "b": 1.5})

@@ -1,4 +1,4 @@
-"""jsonl reading and writing through jsonlines with orjson."""
+"""jsonl reading (orjson, line by line) and writing (jsonlines with orjson)."""
 
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -21,15 +21,17 @@ def read_jsonl(path) -> Iterator[tuple[int, dict]]:
     if not path.is_file():
         raise ClipevalError(f"{path}: file not found")
     with open(path, "rb") as handle:
-        reader = jsonlines.Reader(handle, loads=orjson.loads)
-        line_number = 0
-        try:
-            for line_number, obj in enumerate(reader.iter(skip_empty=True), start=1):
-                if not isinstance(obj, dict):
-                    raise ClipevalError(f"{path}:{line_number}: expected a JSON object")
-                yield line_number, obj
-        except jsonlines.InvalidLineError as error:
-            raise ClipevalError(f"{path}:{error.lineno}: malformed JSON line") from None
+        # Line numbers count blank lines too, so an error points at the line an editor shows.
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raise ClipevalError(f"{path}:{line_number}: malformed JSON line") from None
+            if not isinstance(obj, dict):
+                raise ClipevalError(f"{path}:{line_number}: expected a JSON object")
+            yield line_number, obj
 
 
 def read_keyed_jsonl(path, id_key: str, duplicate: str = "duplicate {key} {id}") -> Iterator[tuple[str, int, dict]]:

@@ -39,7 +39,10 @@ def karpathy_split(annotations, image_dir, splits, id_field=None) -> tuple[list[
         filename = image.get("filename")
         if not isinstance(filename, str) or not filename:
             raise ClipevalError(f"{where}: image id {image_id} has no filename")
-        files.append((image_id, Path(image_dir) / image.get("filepath", "") / filename))
+        filepath = image.get("filepath", "")
+        if not isinstance(filepath, str):
+            raise ClipevalError(f"{where}: image id {image_id} has a filepath that is not a string: {filepath!r}")
+        files.append((image_id, Path(image_dir) / filepath / filename))
         sentences = image.get("sentences", [])
         if not isinstance(sentences, list) or not all(isinstance(s, dict) for s in sentences):
             raise ClipevalError(f"{where}: image id {image_id}: sentences must be a list of objects")
