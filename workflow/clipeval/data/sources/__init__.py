@@ -76,9 +76,6 @@ class SourceFormat:
     settings: tuple[Setting, ...]
     read: Callable[[dict], PreparedSource]
 
-    def setting(self, key) -> Setting:
-        return next(setting for setting in self.settings if setting.key == key)
-
 
 def format_names() -> list[str]:
     """Every source format, from the module names, without importing them."""
