@@ -69,3 +69,12 @@ def test_write_json_is_byte_stable(tmp_path):
     write_json(tmp_path / "a.json", {"b": 1.5, "a": [1, 2]})
     write_json(tmp_path / "b.json", {"a": [1, 2], "b": 1.5})
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+
+
+def test_stale_partials_of_one_output_are_removed_and_no_others(tmp_path):
+    (tmp_path / ".meta.json.partial-99").write_text("killed writer")
+    (tmp_path / ".meta.json.partial-99x").mkdir()
+    (tmp_path / ".meta.jsonl.partial-98").write_text("another output's")
+    with atomic_output(tmp_path / "meta.json") as temporary:
+        temporary.write_text("{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".meta.jsonl.partial-98", "meta.json"]

@@ -9,7 +9,7 @@ import numpy as np
 from clipeval.data.captions import Captions, check_references, load_captions
 from clipeval.data.image_lmdb import ImageStore, write_image_store
 from clipeval.errors import ClipevalError
-from clipeval.storage.atomic import atomic_output
+from clipeval.storage.atomic import atomic_output, is_partial_of
 from clipeval.storage.jsonl import read_json, write_json, write_jsonl
 
 
@@ -101,8 +101,8 @@ def write_dataset(out_dir, prepared) -> dict:
 
 
 def _is_dataset_entry(name: str) -> bool:
-    """A dataset file, or what a killed writer of one left (storage/atomic.py names it .NAME.partial-PID)."""
-    return name in DATASET_ENTRIES or any(name.startswith(f".{entry}.partial-") for entry in DATASET_ENTRIES)
+    """A dataset file, or what a killed writer of one left beside it."""
+    return name in DATASET_ENTRIES or any(is_partial_of(name, entry) for entry in DATASET_ENTRIES)
 
 
 def _write_into(staging: Path, out_dir: Path, prepared) -> dict:

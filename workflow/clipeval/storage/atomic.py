@@ -6,14 +6,24 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def _partial_prefix(final_name: str) -> str:
+    return f".{final_name}.partial-"
+
+
 def _temporary_sibling(final: Path) -> Path:
-    return final.with_name(f".{final.name}.partial-{os.getpid()}")
+    return final.with_name(f"{_partial_prefix(final.name)}{os.getpid()}")
+
+
+def is_partial_of(name: str, final_name: str) -> bool:
+    """Whether `name` is what an unfinished atomic_output of `final_name` leaves beside it."""
+    return name.startswith(_partial_prefix(final_name))
 
 
 def _remove_stale_partials(final: Path) -> None:
     """Leftovers of killed writers: only one job ever writes a given output."""
-    for stale in final.parent.glob(f".{final.name}.partial-*"):
-        _remove(stale)
+    for stale in final.parent.iterdir():
+        if is_partial_of(stale.name, final.name):
+            _remove(stale)
 
 
 def _remove(path: Path) -> None:
