@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import settings
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
@@ -12,6 +13,11 @@ REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 # scripts/measure_wait_policy.py shows the cost (README, "Development"). How
 # threads wait changes no result.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# Property tests draw the same examples on every machine and every run: a
+# failure is then the code's, reproducible anywhere, never a lucky draw.
+settings.register_profile("clipeval", derandomize=True, database=None)
+settings.load_profile("clipeval")
 
 
 def run_cli(*args, cwd=None):
