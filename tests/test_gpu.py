@@ -11,7 +11,7 @@ import torch
 
 from conftest import run_cli
 from clipeval.features.feature_files import read_features
-from clipeval.retrieval.topk import FaissSearcher, top_k
+from clipeval.retrieval.topk import Searcher, top_k
 
 
 def faiss_gpu_count():
@@ -44,17 +44,17 @@ def test_gpu_top_k_equals_cpu_top_k_under_the_ranking_rule(k):
     gallery[2500:2600] = gallery[:100]  # exact duplicates: ties that the ranking rule orders by id
     gallery_ids = rng.permutation(1_000_000)[:5000]
     queries = np.concatenate([unit_rows(rng, 300, 64), gallery[:50]])
-    gpu = FaissSearcher(gallery, "cuda")
+    gpu = Searcher(gallery, "cuda")
     assert gpu.uses_gpu
     on_gpu = top_k(queries, gallery, gallery_ids, k, gpu)
-    on_cpu = top_k(queries, gallery, gallery_ids, k, FaissSearcher(gallery, "cpu"))
+    on_cpu = top_k(queries, gallery, gallery_ids, k, Searcher(gallery, "cpu", "numpy"))
     assert np.array_equal(on_gpu[0], on_cpu[0])
     assert np.array_equal(on_gpu[1], on_cpu[1])
 
 
 @needs_faiss_gpu
 def test_auto_searches_on_the_gpu():
-    assert FaissSearcher(np.eye(4, dtype=np.float32), "auto").uses_gpu
+    assert Searcher(np.eye(4, dtype=np.float32), "auto").uses_gpu
 
 
 def extract(tiny_checkpoint, shapes_dataset, out, device, precision, num_workers=2):

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.devices import gpu_number
-from clipeval.retrieval.topk import FaissSearcher, prediction_rows, top_k
+from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_scores
+from clipeval.retrieval.topk import FaissSearch, Searcher, pair_scores_in_threads, prediction_rows, top_k
 
 
 def reference_top_k(queries, gallery, gallery_ids, k):
@@ -29,18 +30,31 @@ def unit_rows(rng, n, d):
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-class ReversedTieSearcher:
-    """Candidates in FAISS's order, but ties handed over largest id first."""
+SEARCH_NAMES = ("numpy", "faiss", "auto")
 
-    def __init__(self, gallery):
-        self.inner = FaissSearcher(gallery, "cpu")
+
+def cpu_searcher(gallery, search):
+    return Searcher(gallery, "cpu", search)
+
+
+class ReversedTieSearch(FaissSearch):
+    """FAISS's candidates, but ties handed over largest row first."""
 
     def search(self, queries, k):
-        scores, positions = self.inner.search(queries, k)
+        scores, positions = super().search(queries, k)
         order = np.lexsort((-positions, -scores), axis=1)
         return np.take_along_axis(scores, order, 1), np.take_along_axis(positions, order, 1)
 
 
+def gallery_with_duplicates(rng, n_gallery, dim, duplicates):
+    gallery = unit_rows(rng, n_gallery, dim)
+    for _ in range(duplicates):  # exact copies make real ties
+        gallery[rng.integers(n_gallery)] = gallery[rng.integers(n_gallery)]
+    gallery_ids = rng.permutation(np.arange(1000, 1000 + 3 * n_gallery))[:n_gallery].astype(np.int64)
+    return gallery, gallery_ids
+
+
+@pytest.mark.parametrize("search", SEARCH_NAMES)
 @settings(max_examples=40, deadline=None)
 @given(
     n_gallery=st.integers(1, 40),
@@ -50,30 +64,99 @@ class ReversedTieSearcher:
     duplicates=st.integers(0, 30),
     seed=st.integers(0, 10_000),
 )
-def test_matches_brute_force_with_exact_duplicates(n_gallery, n_queries, dim, k, duplicates, seed):
+def test_matches_brute_force_with_exact_duplicates(search, n_gallery, n_queries, dim, k, duplicates, seed):
     rng = np.random.default_rng(seed)
-    gallery = unit_rows(rng, n_gallery, dim)
-    for _ in range(duplicates):  # exact copies make real ties
-        gallery[rng.integers(n_gallery)] = gallery[rng.integers(n_gallery)]
-    gallery_ids = rng.permutation(np.arange(1000, 1000 + 3 * n_gallery))[:n_gallery].astype(np.int64)
+    gallery, gallery_ids = gallery_with_duplicates(rng, n_gallery, dim, duplicates)
     queries = unit_rows(rng, n_queries, dim)
     queries[0] = gallery[0]
-    ids, scores = top_k(queries, gallery, gallery_ids, k, FaissSearcher(gallery, "cpu"))
+    ids, scores = top_k(queries, gallery, gallery_ids, k, cpu_searcher(gallery, search))
     assert ids.tolist() == reference_top_k(queries, gallery, gallery_ids, k)
     assert ids.shape == (n_queries, min(k, n_gallery))
     assert (np.diff(scores, axis=1) <= 0).all()
 
 
-def test_tie_group_larger_than_candidates_is_resolved_by_id():
+def ranking_rule_top_k(queries, gallery, gallery_ids, k):
+    """The whole score matrix under the ranking rule: what the candidate searches must reproduce."""
+    scores = exact_scores(queries[:, None, :], gallery[None, :, :])
+    order = np.lexsort((np.broadcast_to(gallery_ids, scores.shape), -scores), axis=1)[:, :k]
+    return gallery_ids[order], np.take_along_axis(scores, order, axis=1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n_gallery=st.integers(50, 700),  # many chunks of the numpy search, with and without a ragged last one
+    dim=st.integers(2, 6),  # few dimensions: many near ties between float32 scores
+    k=st.integers(1, 60),
+    duplicates=st.integers(0, 300),
+    seed=st.integers(0, 10_000),
+)
+def test_both_searches_give_the_ranking_rule_s_top_k_on_larger_galleries(n_gallery, dim, k, duplicates, seed):
+    rng = np.random.default_rng(seed)
+    gallery, gallery_ids = gallery_with_duplicates(rng, n_gallery, dim, duplicates)
+    queries = np.concatenate([unit_rows(rng, 20, dim), gallery[:5]])
+    expected_ids, expected_scores = ranking_rule_top_k(queries, gallery, gallery_ids, k)
+    for search in ("numpy", "faiss"):
+        ids, scores = top_k(queries, gallery, gallery_ids, k, cpu_searcher(gallery, search))
+        assert np.array_equal(ids, expected_ids), search
+        assert np.array_equal(scores, expected_scores), search  # the same bits, not merely close
+
+
+def near_duplicates(rng, base, copies):
+    """Copies of `base` with a few components moved by one float32 step: their exact scores against
+    `base` differ by less than float32 scores can tell apart."""
+    gallery = np.repeat(base[None], copies, axis=0)
+    for row in gallery:
+        where = rng.integers(0, len(base), 4)
+        row[where] = np.nextafter(row[where], np.where(rng.random(4) < 0.5, -1, 1).astype(np.float32))
+    return gallery
+
+
+@pytest.mark.parametrize("search", ["numpy", "faiss"])
+def test_near_ties_below_float32_resolution_are_ordered_by_the_exact_scores(search):
+    # Without the margin around the k-th float32 score, these top-k lists come out wrong for
+    # about half of the seeds.
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        base = unit_rows(rng, 1, 48)[0]
+        gallery = np.concatenate([near_duplicates(rng, base, 400), unit_rows(rng, 300, 48)])
+        gallery_ids = rng.permutation(len(gallery)).astype(np.int64)
+        queries = np.concatenate([base[None], unit_rows(rng, 3, 48)])
+        ids, scores = top_k(queries, gallery, gallery_ids, 10, cpu_searcher(gallery, search))
+        expected_ids, expected_scores = ranking_rule_top_k(queries, gallery, gallery_ids, 10)
+        assert np.array_equal(ids, expected_ids) and np.array_equal(scores, expected_scores), seed
+
+
+@settings(max_examples=50, deadline=None)
+@given(n_pairs=st.integers(0, 50), dim=st.integers(1, 300), step=st.integers(1, 20), seed=st.integers(0, 10_000))
+def test_pair_scores_are_the_bits_of_exact_scores(n_pairs, dim, step, seed):
+    rng = np.random.default_rng(seed)
+    queries, gallery = unit_rows(rng, 7, dim), unit_rows(rng, 11, dim)
+    rows, columns = rng.integers(0, 7, n_pairs), rng.integers(0, 11, n_pairs)
+    pairs = exact_pair_scores(queries, gallery, rows, columns, pairs_per_step=step)
+    assert np.array_equal(pairs, exact_scores(queries[rows], gallery[columns]))
+
+
+@pytest.mark.parametrize("threads", ["1", "3", "64"])
+def test_pair_scores_do_not_depend_on_the_threads_that_compute_them(monkeypatch, threads):
+    rng = np.random.default_rng(4)
+    queries, gallery = unit_rows(rng, 30, 40), unit_rows(rng, 50, 40)
+    rows, columns = np.repeat(np.arange(30), 20), rng.integers(0, 50, 600)
+    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    assert np.array_equal(pair_scores_in_threads(queries, gallery, rows, columns),
+                          exact_scores(queries[rows], gallery[columns]))
+
+
+@pytest.mark.parametrize("search", ["numpy", "faiss"])
+def test_tie_group_larger_than_candidates_is_resolved_by_id(search):
     # 60 identical items tie for first place: the 10 smallest ids must win,
-    # although the first FAISS fetch (26 candidates) cannot hold the whole group.
+    # although FAISS's first fetch (36 candidates) cannot hold the whole group.
     rng = np.random.default_rng(0)
     gallery = unit_rows(rng, 100, 8)
     tied = rng.permutation(100)[:60]
     gallery[tied] = gallery[tied[0]]
     gallery_ids = np.arange(100, dtype=np.int64)[::-1].copy()
     query = gallery[tied[:1]].copy()
-    ids, scores = top_k(query, gallery, gallery_ids, 10, FaissSearcher(gallery, "cpu"))
+    ids, scores = top_k(query, gallery, gallery_ids, 10, cpu_searcher(gallery, search))
     assert ids[0].tolist() == sorted(gallery_ids[tied].tolist())[:10]
     assert len(set(scores[0].tolist())) == 1
 
@@ -84,22 +167,39 @@ def test_order_does_not_depend_on_how_faiss_breaks_ties():
     gallery[10:20] = gallery[0]
     ids = np.arange(30, dtype=np.int64)
     query = gallery[:1].copy()
-    expected, _ = top_k(query, gallery, ids, 5, FaissSearcher(gallery, "cpu"))
-    shuffled, _ = top_k(query, gallery, ids, 5, ReversedTieSearcher(gallery))
+    expected, _ = top_k(query, gallery, ids, 5, FaissSearch(gallery, "cpu"))
+    shuffled, _ = top_k(query, gallery, ids, 5, ReversedTieSearch(gallery, "cpu"))
     assert shuffled.tolist() == expected.tolist() == [[0, 10, 11, 12, 13]]
 
 
-def test_gallery_smaller_than_k_returns_the_whole_gallery():
+def test_auto_times_both_searches_on_the_first_block_and_keeps_the_faster():
+    rng = np.random.default_rng(3)
+    gallery = unit_rows(rng, 300, 16)
+    searcher = cpu_searcher(gallery, "auto")
+    top_k(unit_rows(rng, 40, 16), gallery, np.arange(300), 10, searcher)
+    assert set(searcher.timings) == {"numpy", "faiss"}
+    assert searcher.chosen.name == min(searcher.timings, key=searcher.timings.get)
+    assert not searcher.uses_gpu
+
+
+def test_the_numpy_search_refuses_a_gpu_device():
+    with pytest.raises(ClipevalError) as error:
+        Searcher(np.eye(2, dtype=np.float32), "cuda", "numpy")
+    assert str(error.value) == "knn search 'numpy' runs on the CPU, but knn device 'cuda' names a GPU"
+
+
+@pytest.mark.parametrize("search", SEARCH_NAMES)
+def test_gallery_smaller_than_k_returns_the_whole_gallery(search):
     rng = np.random.default_rng(2)
     gallery = unit_rows(rng, 3, 4)
-    ids, _ = top_k(unit_rows(rng, 2, 4), gallery, np.array([7, 8, 9]), 10, FaissSearcher(gallery, "cpu"))
+    ids, _ = top_k(unit_rows(rng, 2, 4), gallery, np.array([7, 8, 9]), 10, cpu_searcher(gallery, search))
     assert ids.shape == (2, 3) and sorted(ids[0].tolist()) == [7, 8, 9]
 
 
 def test_k_must_be_positive():
     gallery = np.eye(2, dtype=np.float32)
     with pytest.raises(ClipevalError, match="top_k must be at least 1"):
-        top_k(gallery, gallery, np.array([0, 1]), 0, FaissSearcher(gallery, "cpu"))
+        top_k(gallery, gallery, np.array([0, 1]), 0, cpu_searcher(gallery, "numpy"))
 
 
 def test_a_gpu_that_faiss_does_not_see_is_a_clear_error():
@@ -108,14 +208,14 @@ def test_a_gpu_that_faiss_does_not_see_is_a_clear_error():
     gpus = faiss.get_num_gpus() if hasattr(faiss, "StandardGpuResources") else 0
     seen = f"faiss sees {gpus} GPU(s)" if gpus else "faiss sees no GPU (is faiss-gpu installed?)"
     with pytest.raises(ClipevalError) as error:
-        FaissSearcher(np.eye(2, dtype=np.float32), f"cuda:{gpus}")
+        FaissSearch(np.eye(2, dtype=np.float32), f"cuda:{gpus}")
     assert str(error.value) == f"knn device 'cuda:{gpus}' requested but {seen}"
 
 
 @pytest.mark.parametrize("device", ["gpu", "cuda:", "cuda:x", "cuda:-1", "CPU"])
 def test_a_device_name_that_is_not_torch_s_is_refused(device):
     with pytest.raises(ClipevalError) as error:
-        FaissSearcher(np.eye(2, dtype=np.float32), device)
+        FaissSearch(np.eye(2, dtype=np.float32), device)
     assert str(error.value) == f"knn device {device!r}: expected auto, cpu, cuda or cuda:N"
 
 

@@ -11,12 +11,14 @@ def add_arguments(parser):
     parser.add_argument("--direction", choices=("t2i", "i2t"), required=True)
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
+    parser.add_argument("--search", default="auto", choices=("auto", "numpy", "faiss"),
+                        help="which float32 search finds the candidates: auto (default) times both on the CPU")
 
 
 def run(args):
     from clipeval.features.feature_files import check_same_dimension, read_features
     from clipeval.retrieval.directions import DIRECTIONS
-    from clipeval.retrieval.topk import FaissSearcher, prediction_rows, top_k
+    from clipeval.retrieval.topk import Searcher, prediction_rows, top_k
     from clipeval.storage.jsonl import write_jsonl
 
     sides = {
@@ -27,8 +29,10 @@ def run(args):
     direction = DIRECTIONS[args.direction]
     _, query_ids, queries = sides[direction.query_side]
     _, gallery_ids, gallery = sides[direction.gallery_side]
-    searcher = FaissSearcher(gallery, args.device)
+    searcher = Searcher(gallery, args.device, args.search)
     ids, scores = top_k(queries, gallery, gallery_ids, args.top_k, searcher)
     write_jsonl(args.output, prediction_rows(query_ids, ids, scores, direction))
     where = "GPU" if searcher.uses_gpu else "CPU"
-    print(f"{args.direction}: top-{ids.shape[1]} for {len(query_ids)} queries over {len(gallery_ids)} items ({where})")
+    timed = "".join(f", {name} {seconds:.3f} s" for name, seconds in searcher.timings.items())
+    print(f"{args.direction}: top-{ids.shape[1]} for {len(query_ids)} queries over {len(gallery_ids)} items"
+          f" ({searcher.chosen.name} search on the {where}{' (first block: ' + timed[2:] + ')' if timed else ''})")

@@ -28,3 +28,23 @@ def score_tolerance(queries: np.ndarray, gallery: np.ndarray) -> float:
 def order_by_ranking_rule(scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Per row, the column order: descending score, then ascending id."""
     return np.lexsort((ids, -scores), axis=-1)
+
+
+def exact_pair_scores(queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray, columns: np.ndarray,
+                      pairs_per_step: int = 512) -> np.ndarray:
+    """exact_scores(queries[rows], gallery[columns]), the same bits, in bounded memory and without the
+    float64 copies of both sides."""
+    scores = np.empty(len(rows), dtype=np.float64)
+    products = np.empty((min(len(rows), pairs_per_step), queries.shape[1]), dtype=np.float64)
+    for start in range(0, len(rows), pairs_per_step):
+        stop = min(start + pairs_per_step, len(rows))
+        step = products[:stop - start]
+        # Cast, then multiply in float64, as exact_scores does; the sum runs along the same contiguous axis.
+        np.multiply(queries[rows[start:stop]], gallery[columns[start:stop]], out=step, dtype=np.float64)
+        step.sum(axis=1, out=scores[start:stop])
+    return scores
+
+
+def order_pairs_by_ranking_rule(rows: np.ndarray, scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The order of (row, score, id) triples: by row, then by the ranking rule within each row."""
+    return np.lexsort((ids, -scores, rows))

@@ -1,26 +1,95 @@
 """Exact inner-product top-k under the ranking rule (ranking_rule.py).
 
-FAISS finds candidates (a GPU index when faiss sees a GPU). Its float32
-scores and tie order are not the ranking rule, so candidates are rescored in
-float64 from the stored float32 features, ordered by descending score then
-ascending id, and a row whose k-th place could tie with an item beyond the
-fetched candidates is searched again with more candidates.
+Two steps. A float32 search keeps, for each query, every gallery item whose
+float32 score is within `margin` of the query's k-th best float32 score.
+A float32 score is within the tolerance of the exact one (score_tolerance),
+so with a margin of twice the tolerance the exact top-k, ties included, is
+among those candidates, whatever order the search summed in. The candidates
+alone are then scored exactly and ordered by the ranking rule: the result
+does not depend on which search found them.
+
+Two searches find candidates: numpy's matrix product (its BLAS) and FAISS
+(a GPU index when faiss sees a GPU). On the CPU, which is faster depends on
+the machine (FAISS bundles its own BLAS, which has mis-detected CPUs), so
+`auto` times both on the first block of queries and keeps the faster one.
 """
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import Direction
-from clipeval.retrieval.ranking_rule import exact_scores, order_by_ranking_rule, score_tolerance
+from clipeval.retrieval.ranking_rule import exact_pair_scores, order_pairs_by_ranking_rule, score_tolerance
 
-_RESCORE_BUDGET_BYTES = 64 << 20
+SEARCHES = ("auto", "numpy", "faiss")
+_SCORE_BLOCK_BYTES = 64 << 20  # float32 scores of one block of queries against the whole gallery
 _GPU_MAX_K = 2048  # FAISS GPU flat indexes answer at most this many neighbours
+# The numpy search splits each row of scores into groups and only looks inside
+# the groups whose maximum can reach the k-th best: at least this many groups.
+_MIN_GROUPS = 256
 
 
-class FaissSearcher:
-    """Inner-product search over a gallery: on a GPU when asked (`cuda`, `cuda:N`) or, under `auto`, when
-    faiss sees one; on the CPU otherwise. The device names are torch's, as for extraction."""
+class MatmulSearch:
+    """float32 scores as numpy matrix products, a block of queries at a time."""
+
+    name = "numpy"
+
+    def __init__(self, gallery: np.ndarray):
+        self.gallery = gallery
+
+    def candidates(self, queries: np.ndarray, k: int, margin: float):
+        n = len(self.gallery)
+        scores = queries @ self.gallery.T
+        if k >= n:
+            return np.repeat(np.arange(len(queries)), n), np.tile(np.arange(n), len(queries))
+        # Columns fall into `groups` interleaved groups (column c into group c % groups) and a ragged tail.
+        # Only the groups whose maximum reaches near the k-th best hold candidates; an interleaved
+        # group's maximum is an elementwise maximum over contiguous rows, the fastest reduction numpy has.
+        groups = min(n, max(_MIN_GROUPS, 4 * k))
+        depth = n // groups
+        whole = depth * groups
+        grouped = scores[:, :whole].reshape(len(queries), depth, groups)
+        maxima = np.empty((len(queries), groups + (whole < n)), dtype=np.float32)
+        np.max(grouped, axis=1, out=maxima[:, :groups])
+        if whole < n:
+            maxima[:, groups] = scores[:, whole:].max(axis=1)
+        # k groups reach the k-th best group maximum, so the k-th best score is no lower.
+        floor = np.partition(maxima, -k, axis=1)[:, -k] - margin
+        hit_rows, hit_groups = np.nonzero(maxima >= floor[:, None])
+        inside = hit_groups < groups
+        rows, hit, place = _at_least(grouped[hit_rows[inside], :, hit_groups[inside]], hit_rows[inside], floor)
+        tail_rows = hit_rows[~inside]
+        rows_t, _, columns_t = _at_least(scores[tail_rows, whole:], tail_rows, floor)
+        rows = np.concatenate([rows, rows_t])
+        columns = np.concatenate([place * groups + hit_groups[inside][hit], whole + columns_t])
+        return _near_kth(rows, columns, scores[rows, columns], k, margin)
+
+
+def _at_least(values, value_rows, floor):
+    """(query row, row of `values`, column of `values`) of each value not below its query's floor."""
+    which, columns = np.nonzero(values >= floor[value_rows][:, None])
+    return value_rows[which], which, columns
+
+
+def _near_kth(rows, columns, approximate, k, margin):
+    """Keep the candidates within `margin` of their row's k-th best; every row has at least k."""
+    order = np.lexsort((-approximate, rows))
+    rows, columns, approximate = rows[order], columns[order], approximate[order]
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    kth = approximate[starts + k - 1]
+    keep = approximate >= np.repeat(kth, np.diff(np.r_[starts, len(rows)])) - margin
+    return rows[keep], columns[keep]
+
+
+class FaissSearch:
+    """float32 scores from a FAISS flat index: on a GPU when asked (`cuda`, `cuda:N`) or, under `auto`,
+    when faiss sees one; on the CPU otherwise. The device names are torch's, as for extraction."""
+
+    name = "faiss"
 
     def __init__(self, gallery: np.ndarray, device: str = "auto"):
         try:
@@ -28,7 +97,6 @@ class FaissSearcher:
         except ImportError:
             raise ClipevalError("knn needs FAISS, and no FAISS build is installed: pip install 'clipeval[cpu]',"
                                 " or 'clipeval[gpu]' on a CUDA host") from None
-        self._faiss = faiss
         self.gallery = gallery
         self.cpu_index = faiss.IndexFlatIP(gallery.shape[1])
         self.cpu_index.add(gallery)
@@ -49,50 +117,101 @@ class FaissSearcher:
         return self.gpu_index is not None
 
     def search(self, queries: np.ndarray, k: int):
+        """FAISS's own (float32 scores, gallery rows), best first; its tie order is its own."""
         index = self.gpu_index if self.gpu_index is not None and k <= _GPU_MAX_K else self.cpu_index
-        scores, positions = index.search(np.ascontiguousarray(queries), k)
-        return scores, positions
+        return index.search(np.ascontiguousarray(queries), k)
+
+    def candidates(self, queries: np.ndarray, k: int, margin: float):
+        n = len(self.gallery)
+        pending = np.arange(len(queries))
+        fetch = min(n, 2 * k + 16)
+        found_rows, found_columns = [], []
+        while len(pending):
+            approximate, positions = self.search(queries[pending], fetch)
+            floor = approximate[:, k - 1] - margin
+            # A row is complete once its last fetched score is below the floor: nothing unfetched reaches it.
+            complete = np.full(len(pending), fetch == n) | (approximate[:, -1] < floor)
+            which, place = np.nonzero((approximate >= floor[:, None]) & complete[:, None])
+            found_rows.append(pending[which])
+            found_columns.append(positions[which, place])
+            pending = pending[~complete]
+            fetch = min(n, fetch * 4)
+        rows, columns = np.concatenate(found_rows), np.concatenate(found_columns)
+        order = np.argsort(rows, kind="stable")
+        return rows[order], columns[order]
 
 
-def rescore(queries: np.ndarray, gallery: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """float64 scores of each query against its candidate gallery rows."""
-    dim = queries.shape[1]
-    rows_per_chunk = max(1, _RESCORE_BUDGET_BYTES // max(1, positions.shape[1] * dim * 8))
-    scores = np.empty(positions.shape, dtype=np.float64)
-    for start in range(0, len(queries), rows_per_chunk):
-        stop = start + rows_per_chunk
-        scores[start:stop] = exact_scores(queries[start:stop, None, :], gallery[positions[start:stop]])
-    return scores
+class Searcher:
+    """The search knn runs: `numpy`, `faiss`, or `auto`: FAISS on a GPU it sees or is given; on the CPU,
+    whichever of the two finds the first block of queries' candidates faster."""
+
+    def __init__(self, gallery: np.ndarray, device: str = "auto", search: str = "auto"):
+        if search not in SEARCHES:
+            raise ClipevalError(f"knn search {search!r}: expected {', '.join(SEARCHES)}")
+        if search == "numpy":
+            if gpu_number(device, "knn device") is not None:
+                raise ClipevalError(f"knn search 'numpy' runs on the CPU, but knn device {device!r} names a GPU")
+            self.searches = [MatmulSearch(gallery)]
+        else:
+            faiss = FaissSearch(gallery, device)
+            self.searches = [faiss] if search == "faiss" or faiss.uses_gpu else [faiss, MatmulSearch(gallery)]
+        self.chosen = self.searches[0] if len(self.searches) == 1 else None
+        self.timings = {}
+
+    @property
+    def uses_gpu(self) -> bool:
+        return getattr(self.chosen, "uses_gpu", False)
+
+    def candidates(self, queries, k, margin):
+        if self.chosen is not None:
+            return self.chosen.candidates(queries, k, margin)
+        for search in self.searches:
+            start = time.perf_counter()
+            found = search.candidates(queries, k, margin)
+            self.timings[search.name] = time.perf_counter() - start
+        self.chosen = min(self.searches, key=lambda search: self.timings[search.name])
+        return found
 
 
 def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: int, searcher) -> tuple:
     """Return (ids, scores), each (n_queries, min(k, gallery size)), best first."""
     if k < 1:
         raise ClipevalError(f"top_k must be at least 1, got {k}")
-    n_gallery = len(gallery)
-    kept = min(k, n_gallery)
-    tolerance = score_tolerance(queries, gallery)
+    kept = min(k, len(gallery))
+    # Twice the tolerance: one for the k-th best's own float32 error, one for the candidate's.
+    margin = 2.0 * score_tolerance(queries, gallery)
     result_ids = np.empty((len(queries), kept), dtype=np.int64)
     result_scores = np.empty((len(queries), kept), dtype=np.float64)
-    pending = np.arange(len(queries))
-    fetch = min(n_gallery, kept + max(kept, 16))
-    while len(pending):
-        approximate, positions = searcher.search(queries[pending], fetch)
-        exact = rescore(queries[pending], gallery, positions)
-        order = order_by_ranking_rule(exact, gallery_ids[positions])
-        positions = np.take_along_axis(positions, order, axis=1)[:, :kept]
-        exact = np.take_along_axis(exact, order, axis=1)[:, :kept]
-        if fetch == n_gallery:
-            settled = np.ones(len(pending), dtype=bool)
-        else:
-            # Nothing unfetched can reach the k-th score: the rows are final.
-            settled = approximate[:, -1] + tolerance < exact[:, -1]
-        done = pending[settled]
-        result_ids[done] = gallery_ids[positions[settled]]
-        result_scores[done] = exact[settled]
-        pending = pending[~settled]
-        fetch = min(n_gallery, fetch * 4)
+    block = max(1, _SCORE_BLOCK_BYTES // (4 * len(gallery)))
+    for start in range(0, len(queries), block):
+        stop = min(start + block, len(queries))
+        rows, columns = searcher.candidates(queries[start:stop], kept, margin)
+        exact = pair_scores_in_threads(queries[start:stop], gallery, rows, columns)
+        order = order_pairs_by_ranking_rule(rows, exact, gallery_ids[columns])
+        first = np.searchsorted(rows[order], np.arange(stop - start))
+        chosen = order[first[:, None] + np.arange(kept)]
+        result_ids[start:stop] = gallery_ids[columns[chosen]]
+        result_scores[start:stop] = exact[chosen]
     return result_ids, result_scores
+
+
+def compute_threads() -> int:
+    """The threads the job was given (Snakemake sets OMP_NUM_THREADS, which numpy's BLAS follows too),
+    else the cores this process may use."""
+    given = os.environ.get("OMP_NUM_THREADS", "")
+    return max(1, int(given)) if given.isdigit() else len(os.sched_getaffinity(0))
+
+
+def pair_scores_in_threads(queries, gallery, rows, columns):
+    """exact_pair_scores split over compute_threads() threads (numpy lets go of the GIL in its loops);
+    each pair is scored on its own, so the split does not change a bit."""
+    bounds = np.linspace(0, len(rows), compute_threads() + 1).astype(np.int64)
+    parts = [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:]) if stop > start]
+    if len(parts) < 2:
+        return exact_pair_scores(queries, gallery, rows, columns)
+    with ThreadPoolExecutor(len(parts)) as pool:
+        return np.concatenate(list(pool.map(
+            lambda part: exact_pair_scores(queries, gallery, rows[part], columns[part]), parts)))
 
 
 def prediction_rows(query_ids, ids, scores, direction: Direction):
