@@ -1,11 +1,13 @@
 import numpy as np
+import orjson
 import pytest
 import torch
 
 from clipeval.data.dataset import open_dataset
 from clipeval.errors import ClipevalError
+from clipeval.features import feature_files
 from clipeval.features.encode import encode_images, encode_texts
-from clipeval.features.feature_files import check_same_dimension, read_features, write_features
+from clipeval.features.feature_files import check_same_dimension, read_features, sidecar_path, write_features
 from clipeval.models.build import build_model
 
 
@@ -128,6 +130,10 @@ def test_feature_file_round_trip_is_exact(tmp_path):
          r"f\.jsonl:2: (text_id 4 has a NaN or infinite feature value|malformed JSON line)"),
         (['{"text_id": 1, "feature": [1e999, 0]}'], r"f\.jsonl:1: (text_id 1 has a NaN or infinite feature value|malformed JSON line)"),
         (['{"text_id": 1}'], r"f\.jsonl:1: text_id 1 has no feature list"),
+        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": ["1.5", true]}'],
+         r'f\.jsonl:2: text_id 2 has a feature value that is not a number: "1\.5"'),
+        (['{"text_id": 1, "feature": [1.5, true]}'], r"f\.jsonl:1: text_id 1 has a feature value that is not a number: true"),
+        (['{"text_id": 1, "feature": [[1.5], 2]}'], r"f\.jsonl:1: text_id 1 has a feature value that is not a number: \[1\.5\]"),
         (['{"image_id": 1, "feature": [1]}'], r"f\.jsonl:1: text_id must be a non-negative integer, got None"),
     ],
 )
@@ -136,6 +142,68 @@ def test_bad_feature_files_are_named(tmp_path, lines, message):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ClipevalError, match=message):
         read_features(path, "text_id")
+
+
+def written_with_sidecar(tmp_path, matrix, ids=None):
+    path = tmp_path / "f.jsonl"
+    write_features(path, "image_id", np.arange(len(matrix)) if ids is None else ids, matrix)
+    return path
+
+
+def test_the_sidecar_holds_exactly_what_parsing_the_file_gives(tmp_path, monkeypatch):
+    # Random bit patterns: every exponent, subnormals, negative zeros; orjson writes each float32 in
+    # its shortest form, and the parse must give back the same bits the sidecar holds.
+    bits = np.random.default_rng(0).integers(0, 2**32, size=(2000, 64), dtype=np.uint64).astype(np.uint32)
+    matrix = bits.view(np.float32)
+    matrix[~np.isfinite(matrix)] = 1.0
+    path = written_with_sidecar(tmp_path, matrix)
+    assert sidecar_path(path).is_file()
+    monkeypatch.setattr(feature_files, "_read_sidecar", lambda *args: None)
+    parsed_ids, parsed = read_features(path, "image_id")
+    monkeypatch.undo()
+    monkeypatch.setattr(feature_files, "read_keyed_jsonl", None)  # the sidecar alone answers
+    ids, from_sidecar = read_features(path, "image_id")
+    assert np.array_equal(ids, parsed_ids)
+    assert np.array_equal(from_sidecar.view(np.uint32), parsed.view(np.uint32))
+    assert np.array_equal(from_sidecar.view(np.uint32), matrix.view(np.uint32))
+
+
+def edit_one_value(path):
+    text = path.read_text()
+    path.write_text(text.replace("0.5", "0.6", 1))
+
+
+def swap_in_another_file(path):
+    other = path.with_name("other.jsonl")
+    write_features(other, "image_id", np.arange(3), np.full((3, 2), 0.25, dtype=np.float32))
+    sidecar_path(other).replace(sidecar_path(path))
+
+
+def damage_the_arrays(path):
+    data = bytearray(sidecar_path(path).read_bytes())
+    data[-1] ^= 1
+    sidecar_path(path).write_bytes(bytes(data))
+
+
+def truncate_the_sidecar(path):
+    sidecar_path(path).write_bytes(sidecar_path(path).read_bytes()[:-5])
+
+
+@pytest.mark.parametrize("spoil", [edit_one_value, swap_in_another_file, damage_the_arrays, truncate_the_sidecar])
+def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, spoil):
+    path = written_with_sidecar(tmp_path, np.array([[0.5, 1.0], [0.25, 0.5], [1.0, 0.0]], dtype=np.float32))
+    spoil(path)
+    expected = np.array([[float(v) for v in orjson.loads(line)["feature"]] for line in path.read_text().splitlines()],
+                        dtype=np.float32)
+    ids, matrix = read_features(path, "image_id")
+    assert ids.tolist() == [0, 1, 2] and np.array_equal(matrix, expected)
+
+
+def test_features_the_reader_would_refuse_get_no_sidecar_and_the_reader_names_the_line(tmp_path):
+    path = written_with_sidecar(tmp_path, np.array([[1.0, 0.0], [0.0, 0.0]], dtype=np.float32))
+    assert not sidecar_path(path).exists()
+    with pytest.raises(ClipevalError, match=r"f\.jsonl:2: image_id 1 has a zero-norm feature"):
+        read_features(path, "image_id")
 
 
 def test_dimensions_must_agree():

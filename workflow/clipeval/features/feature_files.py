@@ -1,14 +1,28 @@
 """Feature files: `{"image_id": 3, "feature": [...]}` / `{"text_id": 12, "feature": [...]}`.
 
 Features are held as one float32 matrix per side, with an int64 id vector.
+
+Parsing the jsonl costs more than the search that follows it, so the writer
+leaves the arrays beside it in a sidecar (FILE.jsonl.arrays) that names the
+sha256 of the jsonl it holds. A reader uses the sidecar only when the jsonl's
+bytes hash to that name and the arrays to theirs: a sidecar can never stand
+for another file, an edited one, or itself damaged. Otherwise (and for
+feature files from elsewhere) the jsonl is parsed.
 """
 
+import hashlib
+import itertools
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from clipeval.errors import ClipevalError
+from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_keyed_jsonl, write_jsonl
+
+SIDECAR_SUFFIX = ".arrays"
+_SIDECAR_MAGIC = b"clipeval feature arrays 1\n"
 
 ID_KEYS = ("image_id", "text_id", "class_id")
 
@@ -18,21 +32,74 @@ def write_features(path, id_key: str, ids: np.ndarray, matrix: np.ndarray) -> No
 
 
 def write_feature_batches(path, id_key: str, batches) -> int:
-    """Stream (ids, matrix) batches to one file as they come; it appears only when all are written."""
+    """Stream (ids, matrix) batches to one file as they come; it appears only when all are written,
+    its sidecar after it."""
     assert id_key in ID_KEYS
+    written_ids, written = [], []
 
     def rows():
         for ids, matrix in batches:
             matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            written_ids.append(np.asarray(ids, dtype=np.int64))
+            written.append(matrix)
             for feature_id, row in zip(ids.tolist(), matrix):
                 yield {id_key: feature_id, "feature": row}
 
-    return write_jsonl(path, rows())
+    count = write_jsonl(path, rows())
+    if count:
+        _write_sidecar(Path(path), id_key, np.concatenate(written_ids), np.concatenate(written))
+    return count
+
+
+def sidecar_path(path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def _sha256(path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _write_sidecar(path: Path, id_key: str, ids: np.ndarray, matrix: np.ndarray) -> None:
+    """Only arrays that parsing the jsonl would give back unchanged get a sidecar: float32 values
+    round-trip through orjson's shortest form, and the checks read_features makes pass."""
+    finite_and_nonzero = np.isfinite(matrix).all() and matrix.any(axis=1).all()
+    if not (finite_and_nonzero and (ids >= 0).all() and len(np.unique(ids)) == len(ids)):
+        return
+    arrays = ids.astype("<i8").tobytes() + matrix.astype("<f4").tobytes()
+    header = {"sha256": _sha256(path), "arrays_sha256": hashlib.sha256(arrays).hexdigest(), "id_key": id_key,
+              "count": len(ids), "dimension": matrix.shape[1]}
+    with atomic_output(sidecar_path(path)) as temporary:
+        Path(temporary).write_bytes(_SIDECAR_MAGIC + orjson.dumps(header) + b"\n" + arrays)
+
+
+def _read_sidecar(path: Path, id_key: str):
+    """(ids, matrix) from the sidecar when it holds exactly this file's features, else None."""
+    try:
+        with open(sidecar_path(path), "rb") as handle:
+            if handle.readline() != _SIDECAR_MAGIC:
+                return None
+            header = orjson.loads(handle.readline())
+            arrays = handle.read()
+        count, dimension = int(header["count"]), int(header["dimension"])
+        if (header["id_key"] != id_key or len(arrays) != count * (8 + 4 * dimension)
+                or hashlib.sha256(arrays).hexdigest() != header["arrays_sha256"] or _sha256(path) != header["sha256"]):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):  # orjson's decode error is a ValueError
+        return None
+    ids = np.frombuffer(arrays, dtype="<i8", count=count).astype(np.int64)
+    matrix = np.frombuffer(arrays, dtype="<f4", offset=8 * count).reshape(count, dimension).astype(np.float32)
+    return ids, matrix
 
 
 def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
     """Return (ids, float32 matrix) after checking ids, dimensions and values."""
     path = Path(path)
+    if path.is_file():
+        arrays = _read_sidecar(path, id_key)
+        if arrays is not None:
+            return arrays
     ids, rows, places = [], [], []
     for where, feature_id, row in read_keyed_jsonl(path, id_key):
         feature = row.get("feature")
@@ -43,6 +110,7 @@ def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
         places.append(where)
     if not ids:
         raise ClipevalError(f"{path}: no features")
+    _check_numbers(id_key, ids, rows, places)
     dims = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     if (dims != dims[0]).any():
         bad = int(np.argmax(dims != dims[0]))
@@ -58,6 +126,16 @@ def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
     ids = np.array(ids, dtype=np.int64)
     _check_values(id_key, ids, matrix, places)
     return ids, matrix
+
+
+def _check_numbers(id_key, ids, rows, places) -> None:
+    """JSON numbers only: numpy would read "1.5" and true as numbers too."""
+    if set(map(type, itertools.chain.from_iterable(rows))) <= {int, float}:
+        return
+    bad = next(index for index, row in enumerate(rows) if any(type(value) not in (int, float) for value in row))
+    value = next(value for value in rows[bad] if type(value) not in (int, float))
+    raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a feature value that is not a number:"
+                        f" {orjson.dumps(value).decode()[:40]}")
 
 
 def _check_values(id_key, ids, matrix, places) -> None:
