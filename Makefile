@@ -12,7 +12,7 @@ $(error FAISS must be cpu or gpu, not '$(FAISS)')
 endif
 INSTALLED := $(BIN)/.installed-$(FAISS)
 
-.PHONY: run test lint clean readme
+.PHONY: run test lint clean readme bench
 
 # The two FAISS builds install the same `faiss` package, so switching removes both first.
 $(INSTALLED): pyproject.toml constraints.txt
@@ -34,8 +34,12 @@ test: $(INSTALLED)
 readme: run
 	$(BIN)/python -c 'from clipeval.reporting.summary import embed_headline; embed_headline("README.md", "results/summary.md")'
 
+# The benchmark suite (benchmarks/): one table per stage, ratios to a floor measured in the same run.
+bench: $(INSTALLED)
+	cd benchmarks && PATH="$(CURDIR)/$(BIN):$$PATH" $(CURDIR)/$(BIN)/python run.py
+
 lint: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 
 clean:
-	rm -rf results/datasets results/models results/features results/predictions results/scores results/summary.* logs benchmarks .snakemake
+	rm -rf results/datasets results/models results/features results/predictions results/scores results/summary.* logs .snakemake

@@ -225,8 +225,10 @@ def test_sharded_extraction_resumes_and_gathers_the_same_bytes(baseline, tmp_pat
 
     def one_shard_done_another_being_written():
         done = sorted(p.name for p in shards.glob("[0-9]*.jsonl"))
-        # With one core, a second shard writing means the first is recorded as finished.
-        return done[0] if done and any(shards.glob(".*.partial-*")) else None
+        # With one core, a second shard writing means the first is recorded as finished
+        # (the first one's own sidecar, written after its jsonl, does not count).
+        writing = [p for p in shards.glob(".*.partial-*") if done and not p.name.startswith(f".{done[0]}.")]
+        return done[0] if writing else None
 
     done = run_until(workdir, one_shard_done_another_being_written)
     finished = (shards / done).stat().st_mtime_ns

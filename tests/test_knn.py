@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.devices import gpu_number
+from clipeval.retrieval import topk
 from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_scores
 from clipeval.retrieval.topk import FaissSearch, Searcher, pair_scores_in_threads, prediction_rows, top_k
 
@@ -180,6 +181,18 @@ def test_auto_times_both_searches_on_the_first_block_and_keeps_the_faster():
     assert set(searcher.timings) == {"numpy", "faiss"}
     assert searcher.chosen.name == min(searcher.timings, key=searcher.timings.get)
     assert not searcher.uses_gpu
+
+
+@pytest.mark.parametrize("search", SEARCH_NAMES)
+def test_queries_in_many_blocks_give_the_same_lists(monkeypatch, search):
+    rng = np.random.default_rng(5)
+    gallery, gallery_ids = gallery_with_duplicates(rng, 200, 8, 40)
+    queries = np.concatenate([unit_rows(rng, 50, 8), gallery[:20]])
+    monkeypatch.setattr(topk, "_SCORE_BLOCK_BYTES", 4 * 200 * 7)  # numpy: 7 queries a block
+    monkeypatch.setattr(FaissSearch, "rows_per_block", 11)
+    ids, scores = top_k(queries, gallery, gallery_ids, 10, cpu_searcher(gallery, search))
+    expected_ids, expected_scores = ranking_rule_top_k(queries, gallery, gallery_ids, 10)
+    assert np.array_equal(ids, expected_ids) and np.array_equal(scores, expected_scores)
 
 
 def test_the_numpy_search_refuses_a_gpu_device():

@@ -40,6 +40,7 @@ class MatmulSearch:
 
     def __init__(self, gallery: np.ndarray):
         self.gallery = gallery
+        self.rows_per_block = max(1, _SCORE_BLOCK_BYTES // (4 * len(gallery)))
 
     def candidates(self, queries: np.ndarray, k: int, margin: float):
         n = len(self.gallery)
@@ -90,6 +91,8 @@ class FaissSearch:
     when faiss sees one; on the CPU otherwise. The device names are torch's, as for extraction."""
 
     name = "faiss"
+    # FAISS bounds its own memory; it is slow when handed few queries at a time against a large gallery.
+    rows_per_block = 16384
 
     def __init__(self, gallery: np.ndarray, device: str = "auto"):
         try:
@@ -159,6 +162,11 @@ class Searcher:
         self.timings = {}
 
     @property
+    def rows_per_block(self) -> int:
+        """Queries per call: the chosen search's; before the choice, the smallest, which both are timed on."""
+        return self.chosen.rows_per_block if self.chosen else min(s.rows_per_block for s in self.searches)
+
+    @property
     def uses_gpu(self) -> bool:
         return getattr(self.chosen, "uses_gpu", False)
 
@@ -182,9 +190,9 @@ def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: 
     margin = 2.0 * score_tolerance(queries, gallery)
     result_ids = np.empty((len(queries), kept), dtype=np.int64)
     result_scores = np.empty((len(queries), kept), dtype=np.float64)
-    block = max(1, _SCORE_BLOCK_BYTES // (4 * len(gallery)))
-    for start in range(0, len(queries), block):
-        stop = min(start + block, len(queries))
+    start = 0
+    while start < len(queries):
+        stop = min(start + searcher.rows_per_block, len(queries))
         rows, columns = searcher.candidates(queries[start:stop], kept, margin)
         exact = pair_scores_in_threads(queries[start:stop], gallery, rows, columns)
         order = order_pairs_by_ranking_rule(rows, exact, gallery_ids[columns])
@@ -192,6 +200,7 @@ def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: 
         chosen = order[first[:, None] + np.arange(kept)]
         result_ids[start:stop] = gallery_ids[columns[chosen]]
         result_scores[start:stop] = exact[chosen]
+        start = stop
     return result_ids, result_scores
 
 

@@ -1,0 +1,92 @@
+"""What every benchmark shares: timings, peak memory of a command, the data shapes and the table."""
+
+import importlib
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+# (queries per direction, gallery) at the shapes of the standard benchmarks: texts × images.
+SHAPES = {
+    "flickr30k-1k": (5_000, 1_000),
+    "coco-5k": (25_000, 5_000),
+    # A 100k-image gallery: 5k of its 500k captions query it (the full product would take minutes here).
+    "gallery-100k": (5_000, 100_000),
+}
+DIMENSION = 512
+CAPTIONS_PER_IMAGE = 5
+
+
+def best_seconds(function, repeats=3):
+    """The fastest of `repeats` runs: the least disturbed by the rest of the machine."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def run_command(command, repeats=3, env=None):
+    """(fastest wall seconds, its peak resident memory in MiB) of a command run `repeats` times."""
+    best = (float("inf"), 0.0)
+    for _ in range(repeats):
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   env={**os.environ, **(env or {})})
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{' '.join(map(str, command))} failed: {process.stderr.read().decode()[-2000:]}")
+        process.stderr.close()
+        best = min(best, (seconds, usage.ru_maxrss / 1024))
+    return best
+
+
+def clipeval_command(*args):
+    return [sys.executable, "-m", "clipeval", *map(str, args)]
+
+
+def retrieval_features(queries, gallery, seed=0):
+    """Unit float32 features shaped like a retrieval benchmark: caption i describes image
+    i // CAPTIONS_PER_IMAGE, near it; one caption in fifty repeats another exactly (real ties)."""
+    rng = np.random.default_rng(seed)
+    images = rng.standard_normal((gallery, DIMENSION), dtype=np.float32)
+    owners = np.arange(queries) // CAPTIONS_PER_IMAGE % gallery
+    texts = images[owners] + 1.5 * rng.standard_normal((queries, DIMENSION), dtype=np.float32)
+    repeated = texts[1::50]
+    repeated[:] = texts[::50][: len(repeated)]
+    images /= np.linalg.norm(images, axis=1, keepdims=True)
+    texts /= np.linalg.norm(texts, axis=1, keepdims=True)
+    return images, texts
+
+
+def machine() -> str:
+    """One line: CPU, cores, and the BLAS libraries numpy and faiss loaded with the kernels they picked."""
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    blas = []
+    try:
+        from threadpoolctl import threadpool_info
+
+        importlib.import_module("faiss")  # loaded so that its bundled BLAS shows in the list
+
+        for library in threadpool_info():
+            if library.get("internal_api") in ("openblas", "mkl", "blis"):
+                owner = "faiss" if "faiss" in library["filepath"] else "numpy"
+                blas.append(f"{owner}: {library['internal_api']} {library['version']}"
+                            f" ({library.get('architecture', '?')} kernels)")
+    except ImportError:
+        blas.append("threadpoolctl not installed: BLAS kernels unknown")
+    return f"{cpu}, {os.cpu_count()} cores; " + "; ".join(blas)
+
+
+def print_table(title, header, rows):
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    print(f"\n### {title}\n")
+    for line in [header, ["-" * width for width in widths], *rows]:
+        print("| " + " | ".join(str(cell).ljust(width) for cell, width in zip(line, widths)) + " |")
+    sys.stdout.flush()

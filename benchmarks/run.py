@@ -1,0 +1,10 @@
+"""`make bench`: every benchmark, one table each, after the machine they ran on."""
+
+import feature_io
+import knn
+from measure import machine
+
+if __name__ == "__main__":
+    print(f"Machine: {machine()}")
+    knn.main([])
+    feature_io.main([])
