@@ -25,11 +25,6 @@ def score_tolerance(queries: np.ndarray, gallery: np.ndarray) -> float:
     return 2.0 * queries.shape[1] * np.finfo(np.float32).eps * largest
 
 
-def order_by_ranking_rule(scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Per row, the column order: descending score, then ascending id."""
-    return np.lexsort((ids, -scores), axis=-1)
-
-
 def exact_pair_scores(queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray, columns: np.ndarray,
                       pairs_per_step: int = 512) -> np.ndarray:
     """exact_scores(queries[rows], gallery[columns]), the same bits, in bounded memory and without the
