@@ -320,7 +320,7 @@ def test_train_subcommand(tmp_path, shapes_dataset):
 def test_bad_json_inputs_are_one_line_errors(chain, tmp_path):
     (tmp_path / "nested.jsonl").write_text('{"image_id": 1, "feature": [[1], [2]]}\n')
     result = knn_cli(tmp_path / "nested.jsonl", chain / "feats/texts.jsonl", tmp_path / "p.jsonl")
-    assert_one_line_error(result, f"{tmp_path / 'nested.jsonl'}: feature values must be flat lists of numbers",
+    assert_one_line_error(result, f"{tmp_path / 'nested.jsonl'}:1: image_id 1 has a feature value that is not a number: [1]",
                           tmp_path / "p.jsonl")
     (tmp_path / "classes.json").write_text('["circle"]')
     result = run_cli("score-classification", "--image-feats", chain / "feats/images.jsonl", "--class-feats",
