@@ -204,17 +204,16 @@ def perturbed_features(chain, path, scale, seed):
             handle.write(json.dumps({"image_id": row["image_id"], "feature": (feature / np.linalg.norm(feature)).tolist()}) + "\n")
 
 
-def test_paired_comparison_of_two_models(chain, tmp_path):
-    perturbed_features(chain, tmp_path / "noisy.jsonl", 0.3, 0)
-    result = score_cli(chain, tmp_path, "--bootstrap", 200, image_feats=tmp_path / "noisy.jsonl")
+def noisy_ranks(chain, tmp_path, name, scale, seed):
+    """A model whose image features are the chain's plus noise: (its metrics, its ranks record)."""
+    perturbed_features(chain, tmp_path / f"{name}.jsonl", scale, seed)
+    result = score_cli(chain, tmp_path, "--bootstrap", 200, image_feats=tmp_path / f"{name}.jsonl")
     assert result.returncode == 0, result.stderr
-    result = run_cli("compare-models", chain / "scores/retrieval-ranks.json", tmp_path / "ranks.json",
-                     "--names", "tiny", "noisy", "--dataset", "small", "--bootstrap", 200, "--output", tmp_path / "c.json")
-    assert result.returncode == 0, result.stderr
-    comparison = json.loads((tmp_path / "c.json").read_text())
-    first = json.loads((chain / "scores/retrieval.json").read_text())
-    second = json.loads((tmp_path / "s.json").read_text())
-    assert comparison["models"] == ["tiny", "noisy"] and comparison["dataset"] == "small"
+    (tmp_path / "ranks.json").rename(tmp_path / f"{name}-ranks.json")
+    return json.loads((tmp_path / "s.json").read_text()), tmp_path / f"{name}-ranks.json"
+
+
+def assert_difference(comparison, first, second):
     for direction in ("t2i", "i2t"):
         for metric in ("R@1", "R@5", "mean_rank", "median_rank"):
             expected = first[direction][metric] - second[direction][metric]
@@ -222,6 +221,43 @@ def test_paired_comparison_of_two_models(chain, tmp_path):
             low, high = comparison["intervals"][direction][metric]
             assert low <= expected + 1e-9 and expected - 1e-9 <= high
     assert comparison["difference"]["rsum"] == pytest.approx(first["rsum"] - second["rsum"])
+
+
+def test_paired_comparison_of_two_models(chain, tmp_path):
+    second, second_ranks = noisy_ranks(chain, tmp_path, "noisy", 0.3, 0)
+    result = run_cli("compare-models", chain / "scores/retrieval-ranks.json", second_ranks,
+                     "--names", "tiny", "noisy", "--dataset", "small", "--bootstrap", 200, "--output", tmp_path / "c.json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads((tmp_path / "c.json").read_text())
+    assert record["dataset"] == "small" and record["baseline"] is None
+    [comparison] = record["comparisons"]
+    assert comparison["models"] == ["tiny", "noisy"]
+    assert_difference(comparison, json.loads((chain / "scores/retrieval.json").read_text()), second)
+
+
+def test_one_job_compares_every_two_models_or_each_with_a_baseline(chain, tmp_path):
+    tiny = json.loads((chain / "scores/retrieval.json").read_text())
+    noisy, noisy_ranks_path = noisy_ranks(chain, tmp_path, "noisy", 0.3, 0)
+    noisier, noisier_ranks_path = noisy_ranks(chain, tmp_path, "noisier", 0.6, 1)
+    metrics = {"tiny": tiny, "noisy": noisy, "noisier": noisier}
+    ranks = [chain / "scores/retrieval-ranks.json", noisy_ranks_path, noisier_ranks_path]
+    names = ["tiny", "noisy", "noisier"]
+    for baseline, pairs in ((None, [("tiny", "noisy"), ("tiny", "noisier"), ("noisy", "noisier")]),
+                            ("noisy", [("tiny", "noisy"), ("noisier", "noisy")])):
+        result = run_cli("compare-models", *ranks, "--names", *names, *(["--baseline", baseline] if baseline else []),
+                         "--dataset", "small", "--bootstrap", 200, "--output", tmp_path / "c.json")
+        assert result.returncode == 0, result.stderr
+        record = json.loads((tmp_path / "c.json").read_text())
+        assert record["baseline"] == baseline
+        assert [tuple(c["models"]) for c in record["comparisons"]] == pairs
+        for comparison in record["comparisons"]:
+            assert_difference(comparison, *(metrics[name] for name in comparison["models"]))
+
+
+def test_a_baseline_must_be_compared(chain, tmp_path):
+    result = run_cli("compare-models", chain / "scores/retrieval-ranks.json", chain / "scores/retrieval-ranks.json",
+                     "--names", "a", "b", "--baseline", "c", "--dataset", "small", "--output", tmp_path / "c.json")
+    assert_one_line_error(result, "baseline 'c' is not among the compared models (a, b)", tmp_path / "c.json")
 
 
 def test_paired_comparison_needs_the_same_queries(chain, tmp_path):

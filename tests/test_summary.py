@@ -84,10 +84,10 @@ def test_averages_are_unweighted_per_model_and_task(tmp_path):
 
 def test_comparisons_get_their_table(tmp_path):
     write_json(tmp_path / "r.json", metrics(30.0))
-    comparison = {"task": "classification", "models": ["a", "b"], "dataset": "cifar",
+    comparison = {"task": "classification", "models": ["a", "b"],
                   "difference": {"top1": 2.5, "top5": None, "mean_per_class_recall": -1.0},
                   "intervals": {"top1": [0.5, 4.5], "top5": None, "mean_per_class_recall": [-3.0, 1.0]}}
-    write_json(tmp_path / "cmp.json", comparison)
+    write_json(tmp_path / "cmp.json", {"dataset": "cifar", "baseline": None, "comparisons": [comparison]})
     summarize([("a", "flickr", tmp_path / "r.json")], [tmp_path / "cmp.json"], outputs(tmp_path))
     rows = read_csv(tmp_path / "comparisons.out")
     assert [(r["metric"], r["difference"], r["ci_low"], r["ci_high"]) for r in rows] == [

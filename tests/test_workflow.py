@@ -232,6 +232,29 @@ def test_evaluate_picks_pairs(tmp_path):
                                      "score_retrieval": 1, "summary": 1, "all": 1}
 
 
+def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    config_path = workdir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    train = config["models"].pop("tiny-shapes")["train"]
+    names = [f"seed-{seed:02d}" for seed in range(30)]
+    config["models"] = {name: {"arch": "clipeval-tiny", "train": {**train, "seed": seed}}
+                        for seed, name in enumerate(names)}
+    for baseline in (None, "seed-07"):
+        if baseline:
+            config["compare"] = {"baseline": baseline}
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        assert planned_jobs(workdir)["compare_models"] == 2
+        result = snakemake(workdir, "--dry-run", "--printshellcmds")
+        commands = [line for line in (result.stdout + result.stderr).splitlines() if "clipeval compare-models" in line]
+        assert len(commands) == 2
+        for command, (dataset, task) in zip(sorted(commands), [("shapes-classes", "classification"),
+                                                                ("shapes-test", "retrieval")]):
+            ranks = " ".join(f"results/scores/{name}/{dataset}/{task}-ranks.json" for name in names)
+            expected = f" {ranks} --names {' '.join(names)}" + (f" --baseline {baseline}" if baseline else "")
+            assert f"compare-models{expected} --dataset {dataset} " in command
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
@@ -245,6 +268,8 @@ def test_evaluate_picks_pairs(tmp_path):
         (lambda c: c.update(evaluate=[{"model": "given", "dataset": "shapes-classes"}],
                             models={"given": {"features": {"shapes-test": {"images": "Snakefile", "texts": "Snakefile"}}}}),
          "config error: evaluate[0]: model 'given' has no features for dataset 'shapes-classes'"),
+        (lambda c: c.update(compare={"baseline": "ghost"}),
+         "config error: compare.baseline: unknown model 'ghost' (known: tiny-shapes)"),
         (lambda c: c.update(knn={"top_k": 0}), "config error: knn.top_k: 0 is less than the minimum of 1"),
         (lambda c: c.update(knn={"top_k": 5}),
          "config error: knn.top_k: 5 is too few: R@10 needs at least 10 predictions (Rsum always uses R@10)"),

@@ -127,17 +127,18 @@ def evaluation_pairs():
     ]
 
 
-def comparison_pairs():
-    """(dataset, first model, second model) for every two models evaluated on one dataset."""
+def compared_models():
+    """{dataset: the models compared on it, in config order}: datasets with two models or more.
+
+    With `compare.baseline`, only datasets the baseline is evaluated on: each
+    other model there is compared with it.
+    """
     by_dataset = {}
     for model, dataset in evaluation_pairs():
         by_dataset.setdefault(dataset, []).append(model)
-    return [
-        (dataset, first, second)
-        for dataset, models in by_dataset.items()
-        for index, first in enumerate(models)
-        for second in models[index + 1:]
-    ]
+    baseline = config["compare"].get("baseline")
+    return {dataset: models for dataset, models in by_dataset.items()
+            if len(models) > 1 and (baseline is None or baseline in models)}
 
 
 def check_config():
@@ -162,6 +163,8 @@ def check_config():
             if needed not in files:
                 fail(f"{location(('models', name, 'features', dataset))}: a {config['datasets'][dataset]['task']}"
                      f" dataset needs {needed!r} features")
+    if "baseline" in config["compare"]:
+        known(("compare", "baseline"), config["compare"]["baseline"], "models")
     for index, entry in enumerate(config.get("evaluate", [])):
         known(("evaluate", index, "model"), entry["model"], "models")
         evaluated(("evaluate", index, "dataset"), entry["dataset"])
@@ -216,10 +219,19 @@ def definition(wildcards):
     change must reach every job's own params, or stale results would stay.
     """
     names = wildcards.keys()
-    models = [wildcards[key] for key in ("model", "first", "second") if key in names]
+    return models_and_dataset([wildcards.model] if "model" in names else [],
+                              wildcards.dataset if "dataset" in names else None)
+
+
+def comparison_definition(wildcards):
+    """definition() of a comparison job: every model it compares, and the dataset."""
+    return models_and_dataset(compared_models()[wildcards.dataset], wildcards.dataset)
+
+
+def models_and_dataset(models, dataset):
     entry = {f"model {name}": model_config(name) for name in models}
-    if "dataset" in names:
-        entry["dataset"] = {k: v for k, v in dataset_config(wildcards.dataset).items() if k not in SCORING_KEYS}
+    if dataset is not None:
+        entry["dataset"] = {k: v for k, v in dataset_config(dataset).items() if k not in SCORING_KEYS}
     return json.dumps(entry, sort_keys=True)
 
 
@@ -254,7 +266,7 @@ ARTIFACTS = {
     "retrieval_ranks": "results/scores/{model}/{dataset}/retrieval-ranks.json",
     "classification_scores": "results/scores/{model}/{dataset}/classification.json",
     "classification_ranks": "results/scores/{model}/{dataset}/classification-ranks.json",
-    "comparison": "results/comparisons/{dataset}/{first}/{second}.json",
+    "comparisons": "results/comparisons/{dataset}.json",
 }
 
 

@@ -1,21 +1,25 @@
-# compare: every two models evaluated on one dataset, metric by metric, with
-# paired bootstrap intervals drawn from the same resampled queries.
+# compare: the models evaluated on one dataset, metric by metric, with paired
+# bootstrap intervals drawn from the same resampled queries. One job per
+# dataset (every two models, or each against compare.baseline), so a sweep
+# of many models adds one job per dataset, not one per pair.
 
 
 rule compare_models:
     input:
-        unpack(ranks_inputs),
+        ranks=compared_ranks,
     output:
-        comparison=ARTIFACTS["comparison"],
+        comparisons=ARTIFACTS["comparisons"],
+    wildcard_constraints:
+        dataset=names_matching(compared_models()),
     params:
+        models=comparison_options,
         intervals=interval_options(),
-        definition=definition,
+        definition=comparison_definition,
         code=code_fingerprint("compare-models"),
     log:
-        "logs/compare/{dataset}/{first}/{second}.log",
+        "logs/compare/{dataset}.log",
     conda:
         ENV_FILE
     shell:
-        "python -m clipeval compare-models {input.first} {input.second}"
-        " --names {wildcards.first} {wildcards.second} --dataset {wildcards.dataset}"
-        " {params.intervals} --output {output.comparison} > {log} 2>&1"
+        "python -m clipeval compare-models {input.ranks} {params.models} --dataset {wildcards.dataset}"
+        " {params.intervals} --output {output.comparisons} > {log} 2>&1"

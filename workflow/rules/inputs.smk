@@ -150,9 +150,15 @@ def classification_score_inputs(wildcards):
 # --- compare (compare.smk)
 
 
-def ranks_inputs(wildcards):
-    return {"first": score_file(wildcards.first, wildcards.dataset, "ranks"),
-            "second": score_file(wildcards.second, wildcards.dataset, "ranks")}
+def compared_ranks(wildcards):
+    return [score_file(model, wildcards.dataset, "ranks") for model in compared_models()[wildcards.dataset]]
+
+
+def comparison_options(wildcards):
+    """The models' names, and the baseline when the config names one."""
+    names = " ".join(shlex.quote(model) for model in compared_models()[wildcards.dataset])
+    baseline = config["compare"].get("baseline")
+    return f"--names {names}" + (f" --baseline {shlex.quote(baseline)}" if baseline else "")
 
 
 # --- summary (summary.smk)
@@ -163,8 +169,7 @@ def score_files():
 
 
 def comparison_files():
-    return [artifact("comparison", dataset=dataset, first=first, second=second)
-            for dataset, first, second in comparison_pairs()]
+    return [artifact("comparisons", dataset=dataset) for dataset in compared_models()]
 
 
 def summary_entries():

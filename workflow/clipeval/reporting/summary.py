@@ -116,7 +116,7 @@ def average_rows(rows: list[dict]) -> list[dict]:
     ]
 
 
-def comparison_rows(comparison: dict) -> list[dict]:
+def comparison_rows(comparison: dict, dataset: str) -> list[dict]:
     """One row per metric, in summary column order: first − second, with its paired interval."""
     first, second = comparison["models"]
     task = comparison["task"]
@@ -128,7 +128,7 @@ def comparison_rows(comparison: dict) -> list[dict]:
             continue
         interval = intervals.get(column)
         rows.append({
-            "dataset": comparison["dataset"], "task": task, "first": first, "second": second,
+            "dataset": dataset, "task": task, "first": first, "second": second,
             "metric": column, "difference": differences[column],
             "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
         })
@@ -226,7 +226,11 @@ def summarize(entries, comparison_paths, outputs: dict) -> list[dict]:
     """entries: (model, dataset, metrics json path) in row order; outputs: csv, markdown, averages, comparisons."""
     rows = [summary_row(model, dataset, read_json(path)) for model, dataset, path in entries]
     averages = average_rows(rows)
-    comparisons = [row for path in comparison_paths for row in comparison_rows(read_json(path))]
+    comparisons = []
+    for path in comparison_paths:
+        record = read_json(path)
+        for comparison in record["comparisons"]:
+            comparisons += comparison_rows(comparison, record["dataset"])
     _write(outputs["csv"], render_csv(rows, columns_for(rows)))
     _write(outputs["averages"], render_csv(averages, ["model", "task", "metric", "datasets", "average"]))
     _write(outputs["comparisons"], render_csv(

@@ -1,4 +1,4 @@
-"""Paired comparison of two models on one dataset.
+"""Paired comparisons of models on one dataset.
 
 Both models' per-query ranks (the ranks records the score stages write) are
 resampled together, so each replicate's difference comes from the same
@@ -39,18 +39,25 @@ def _require_same(first, second, second_path, keys, what):
                                 " a paired comparison needs the same queries")
 
 
-def paired_samples(first: dict, second: dict, second_path):
-    """(samples holding both models' columns, first model's statistic, second model's statistic)."""
+def check_pairable(first: dict, second: dict, second_path) -> None:
+    """Refuse, naming `second_path`, a record whose task, queries or protocol are not the first's."""
     if first["task"] != second["task"]:
         raise ClipevalError(f"{second_path}: task {second['task']} cannot be compared with {first['task']}")
     if first["task"] == "retrieval":
         _require_same(first, second, second_path, ("protocol", "folds", "recall_at"), "protocol, folds or recall_at")
         for direction in DIRECTIONS:
             _require_same(first[direction], second[direction], second_path, ("query_ids", "folds"), f"{direction} queries")
+    else:
+        _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
+
+
+def paired_samples(first: dict, second: dict, second_path):
+    """(samples holding both models' columns, first model's statistic, second model's statistic)."""
+    check_pairable(first, second, second_path)
+    if first["task"] == "retrieval":
         a, b = rank_samples(first), rank_samples(second)
         samples = {d: [np.column_stack([x, y]) for x, y in zip(a[d], b[d])] for d in a}
         return samples, retrieval_statistic(first["recall_at"], 0), retrieval_statistic(first["recall_at"], 1)
-    _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
     rows = np.column_stack([class_samples(first)["images"][0], second["ranks"]])
     num_classes = first["num_classes"]
     return ({"images": [rows]}, classification_statistic(num_classes, 0, 1),
@@ -74,3 +81,27 @@ def compare_models(names, first: dict, second: dict, second_path, replicates=0, 
     if replicates:
         result["intervals"] = percentile_intervals(statistic, samples, replicates, seed)
     return result
+
+
+def comparison_pairs(names, baseline=None) -> list[tuple[int, int]]:
+    """Index pairs (first, second) to compare: every two models in order, or each other model against `baseline`."""
+    if baseline is None:
+        return [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+    if baseline not in names:
+        raise ClipevalError(f"baseline {baseline!r} is not among the compared models ({', '.join(names)})")
+    base = names.index(baseline)
+    return [(i, base) for i in range(len(names)) if i != base]
+
+
+def compare_all(names, paths, baseline=None, replicates=0, seed=0) -> list[dict]:
+    """compare_models for each pair of comparison_pairs, reading each ranks record once."""
+    if len(names) != len(paths):
+        raise ClipevalError(f"{len(names)} model names for {len(paths)} ranks records")
+    if len(set(names)) != len(names):
+        raise ClipevalError(f"a model is named twice: {', '.join(names)}")
+    records = [read_ranks_record(path) for path in paths]
+    # Every record against the first, so an error names the file that differs, whatever the pairs.
+    for record, path in zip(records[1:], paths[1:]):
+        check_pairable(records[0], record, path)
+    return [compare_models((names[i], names[j]), records[i], records[j], paths[j], replicates, seed)
+            for i, j in comparison_pairs(list(names), baseline)]
