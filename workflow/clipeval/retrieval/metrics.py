@@ -134,6 +134,8 @@ def fold_metrics(t2i_ranks, i2t_ranks, ks) -> dict:
 
 def average_over_folds(per_fold: list[dict]) -> dict:
     flat = [flatten(metrics) for metrics in per_fold]
+    if len(flat) == 1:  # the mean of one value is that value: skip numpy's per-call cost, once per replicate
+        return unflatten({path: float(value) for path, value in flat[0].items()})
     return unflatten({path: float(np.mean([metrics[path] for metrics in flat])) for path in flat[0]})
 
 
