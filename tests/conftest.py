@@ -20,6 +20,25 @@ settings.register_profile("clipeval", derandomize=True, database=None)
 settings.load_profile("clipeval")
 
 
+# Linux starts a child's peak memory (ru_maxrss) at its parent's: exec keeps
+# the peak of the memory image it replaces. A child of the test process, which
+# holds torch and datasets, would report the test's peak, so a small launcher
+# runs the command and writes the command's own peak, in bytes, to a file.
+_PEAK_LAUNCHER = """import os, subprocess, sys
+process = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(process.pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_measuring_peak_memory(command, report):
+    """(CompletedProcess of `command`, its peak resident memory in bytes); `report` is a scratch file."""
+    result = subprocess.run([sys.executable, "-c", _PEAK_LAUNCHER, str(report), *map(str, command)],
+                            capture_output=True, text=True)
+    return result, int(open(report).read())
+
+
 def run_cli(*args, cwd=None):
     """Run `python -m clipeval ARGS` as a user would; return the CompletedProcess."""
     return subprocess.run(

@@ -1,8 +1,11 @@
+import sys
+
 import pytest
 
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_jsonl, write_json, write_jsonl
+from conftest import run_measuring_peak_memory
 
 
 def test_atomic_output_renames_only_on_success(tmp_path):
@@ -63,6 +66,33 @@ def test_line_numbers_count_blank_lines(tmp_path):
             rows.append((line, row))
     assert rows == [(1, {"a": 1}), (4, {"a": 2})]
     assert str(error.value) == f"{path}:6: malformed JSON line"
+
+
+def test_a_line_longer_than_the_limit_is_refused_without_reading_it_whole(tmp_path):
+    from clipeval.storage.jsonl import MAX_LINE_BYTES
+
+    text = "x" * (MAX_LINE_BYTES - len('{"text": ""}\n'))
+    path = tmp_path / "long.jsonl"
+    path.write_text(f'{{"a": 1}}\n{{"text": "{text}"}}\n{{"text": "{text}y"}}\n')
+    rows = []
+    with pytest.raises(ClipevalError) as error:
+        for line, row in read_jsonl(path):
+            rows.append((line, len(row.get("text", ""))))
+    assert rows == [(1, 0), (2, len(text))]  # a line of exactly the limit, newline included, is read
+    assert str(error.value) == f"{path}:3: line longer than 16 MiB, not read"
+
+
+def test_one_endless_line_is_refused_in_bounded_memory(tmp_path):
+    """A 256 MiB file without a newline: reading it whole would take 256 MiB."""
+    path = tmp_path / "endless.jsonl"
+    with open(path, "wb") as handle:
+        handle.write(b'{"text_id": 1, "text": "')
+        handle.truncate(256 << 20)  # the rest reads as zero bytes
+    reader = "import sys; from clipeval.storage.jsonl import read_jsonl; list(read_jsonl(sys.argv[1]))"
+    result, peak = run_measuring_peak_memory([sys.executable, "-c", reader, path], tmp_path / "peak")
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"clipeval.errors.ClipevalError: {path}:1: line longer than 16 MiB, not read")
+    assert peak < 128 << 20
 
 
 def test_write_json_is_byte_stable(tmp_path):

@@ -2,13 +2,14 @@
 
 import io
 import json
+import sys
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from clipeval.data.image_lmdb import ImageStore
-from conftest import run_cli
+from conftest import run_cli, run_measuring_peak_memory
 from sources import object_array_as_shape_pickle, python2_pickle, write_cifar
 
 
@@ -93,6 +94,39 @@ def test_imagefolder_bad_images_and_templates(tmp_path, folders):
     (tmp_path / "templates.txt").write_text("a photo of a {}.\na photo\n")
     result = import_folder(tmp_path, folders, "cat\ndog\n")
     assert result.stderr.strip() == f"clipeval: error: {tmp_path / 'templates.txt'}:2: template 'a photo' has no {{}} for the class name"
+
+
+def bomb_png(width, height):
+    """A valid grey PNG of width × height black pixels: a few hundred kilobytes that decode to width × height bytes."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    compressor, row, parts = zlib.compressobj(9), bytes(1 + width), []
+    for _ in range(height):
+        parts.append(compressor.compress(row))
+    parts.append(compressor.flush())
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", b"".join(parts)) + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize("width, height", [(10_000, 9_000), (20_000, 20_000)])
+def test_a_decompression_bomb_is_refused_before_it_is_decoded(tmp_path, folders, width, height):
+    """90M pixels: PIL would only warn and decode it (then convert it to RGB); 400M: PIL refuses on its own."""
+    (folders / "dog/huge.png").write_bytes(bomb_png(width, height))
+    (tmp_path / "names.txt").write_text("cat\ndog\n")
+    result, peak = run_measuring_peak_memory(
+        [sys.executable, "-m", "clipeval", "prepare", "imagefolder", "--images", folders, "--classnames",
+         tmp_path / "names.txt", "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"],
+        tmp_path / "peak")
+    assert result.returncode == 1 and not (tmp_path / "out").exists()
+    assert result.stderr.strip() == (
+        f"clipeval: error: {folders / 'dog/huge.png'}: image_id 2: image has more than 89,478,485 pixels,"
+        " not decoded (a decompression bomb, or not a benchmark image)")
+    # Decoding would take width × height bytes (grey), and three times that converted to RGB.
+    assert peak < width * height
 
 
 def test_imagefolder_refuses_a_folder_inside_a_class_folder(tmp_path, folders):

@@ -135,6 +135,8 @@ def test_feature_file_round_trip_is_exact(tmp_path):
         (['{"text_id": 1, "feature": [1.5, true]}'], r"f\.jsonl:1: text_id 1 has a feature value that is not a number: true"),
         (['{"text_id": 1, "feature": [[1.5], 2]}'], r"f\.jsonl:1: text_id 1 has a feature value that is not a number: \[1\.5\]"),
         (['{"image_id": 1, "feature": [1]}'], r"f\.jsonl:1: text_id must be a non-negative integer, got None"),
+        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": [%s]}' % ",".join(["0"] * 1_000_000)],
+         r"f\.jsonl:2: text_id 2 has 1,000,000 feature values, more than the 16,384 clipeval reads"),
     ],
 )
 def test_bad_feature_files_are_named(tmp_path, lines, message):

@@ -7,6 +7,7 @@ bytes, plus `b"num_images"` holding the decimal count.
 import base64
 import binascii
 import io
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -21,11 +22,26 @@ COUNT_KEY = b"num_images"
 _INITIAL_MAP_SIZE = 64 << 20
 
 
+# The most pixels an image may have: PIL's own decompression-bomb threshold
+# (about 9,500 × 9,500), far above any benchmark's images. PIL only warns
+# between it and twice it, and would decode such an image to gigabytes; a
+# few hundred bytes of PNG can claim that size.
+MAX_IMAGE_PIXELS = 89_478_485
+
+
 def decode_image(raw: bytes, where: str) -> Image.Image:
     """Decode encoded image bytes to RGB, or raise naming `where`."""
     try:
-        image = Image.open(io.BytesIO(raw))
-        image.load()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(raw))
+            width, height = image.size  # from the header: nothing is decoded yet
+            if width * height > MAX_IMAGE_PIXELS:
+                raise Image.DecompressionBombWarning(f"{width} × {height}")
+            image.load()
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError):
+        raise ClipevalError(f"{where}: image has more than {MAX_IMAGE_PIXELS:,} pixels, not decoded"
+                            " (a decompression bomb, or not a benchmark image)") from None
     except Exception as error:  # PIL raises many types for corrupt data
         raise ClipevalError(f"{where}: image does not decode ({type(error).__name__})") from None
     return image.convert("RGB")

@@ -93,6 +93,12 @@ def _read_sidecar(path: Path, id_key: str):
     return ids, matrix
 
 
+# The most values a feature vector may have: CLIP embeddings have 512 to
+# 1,280, and a file of a million-dimensional rows would fill memory long
+# before its dimension check.
+MAX_DIMENSION = 16_384
+
+
 def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
     """Return (ids, float32 matrix) after checking ids, dimensions and values."""
     path = Path(path)
@@ -105,6 +111,9 @@ def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
         feature = row.get("feature")
         if not isinstance(feature, list) or not feature:
             raise ClipevalError(f"{where}: {id_key} {feature_id} has no feature list")
+        if len(feature) > MAX_DIMENSION:
+            raise ClipevalError(f"{where}: {id_key} {feature_id} has {len(feature):,} feature values, more than the"
+                                f" {MAX_DIMENSION:,} clipeval reads")
         ids.append(feature_id)
         rows.append(feature)
         places.append(where)

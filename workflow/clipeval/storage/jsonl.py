@@ -15,14 +15,22 @@ def _dumps(obj) -> str:
     return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
+# The longest line read: a caption is well under a kilobyte and a feature
+# vector of 16,384 values about 400 KB. A file of one endless line must not
+# be read into memory whole.
+MAX_LINE_BYTES = 16 << 20
+
+
 def read_jsonl(path) -> Iterator[tuple[int, dict]]:
-    """Yield (line number, object) for each line; malformed lines raise ClipevalError."""
+    """Yield (line number, object) for each line; malformed or overlong lines raise ClipevalError."""
     path = Path(path)
     if not path.is_file():
         raise ClipevalError(f"{path}: file not found")
     with open(path, "rb") as handle:
         # Line numbers count blank lines too, so an error points at the line an editor shows.
-        for line_number, line in enumerate(handle, start=1):
+        for line_number, line in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(line) > MAX_LINE_BYTES:
+                raise ClipevalError(f"{path}:{line_number}: line longer than {MAX_LINE_BYTES >> 20} MiB, not read")
             if not line.strip():
                 continue
             try:
