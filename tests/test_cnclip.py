@@ -78,6 +78,33 @@ def test_import_from_a_chinese_clip_lmdb(tmp_path, source):
     assert all(store.encoded_bytes(i) == raw for i, raw in IMAGES.items())
 
 
+@pytest.mark.parametrize("claimed, message", [
+    (b"1000000000000", "num_images says 1000000000000, but the LMDB holds 3 images"),
+    (b"2", "num_images says 2, but the LMDB holds 3 images"),
+    (b"many", "num_images b'many' is not a count"),
+])
+def test_an_lmdb_whose_count_disagrees_with_its_images_is_refused(tmp_path, source, claimed, message):
+    env = lmdb.open(str(tmp_path / "imgs"), map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        for image_id, raw in IMAGES.items():
+            txn.put(str(image_id).encode("utf-8"), base64.b64encode(raw))
+        txn.put(b"num_images", claimed)
+    env.close()
+    with pytest.raises(ClipevalError) as error:
+        import_cnclip(tmp_path / "imgs", source[1], tmp_path / "out")
+    assert str(error.value) == f"{tmp_path / 'imgs'}: {message}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_endless_tsv_line_is_refused_without_reading_it_whole(tmp_path, source):
+    with open(source[0], "wb") as handle:
+        handle.write(b"1\t")
+        handle.truncate((64 << 20) + 10)
+    with pytest.raises(ClipevalError) as error:
+        import_cnclip(*source, tmp_path / "out")
+    assert str(error.value) == f"{source[0]}:1: line longer than 64 MiB, not read"
+
+
 def test_images_without_caption_are_kept_and_counted(tmp_path, source):
     write_texts(source[1], TEXTS[:2])
     meta = import_cnclip(*source, tmp_path / "out")

@@ -131,6 +131,17 @@ class ImageStore:
             raise ClipevalError(f"{self.path}: the image store holds no images")
         return np.array(sorted(ids), dtype=np.int64)
 
+    def claimed_count(self) -> int | None:
+        """The count the store's `num_images` entry states, None without one; it may disagree with the keys."""
+        with self._open().begin() as txn:
+            value = txn.get(COUNT_KEY)
+        if value is None:
+            return None
+        try:
+            return int(bytes(value))
+        except ValueError:
+            raise ClipevalError(f"{self.path}: num_images {bytes(value)[:40]!r} is not a count") from None
+
     def encoded_bytes(self, image_id: int) -> bytes:
         with self._open().begin() as txn:
             value = txn.get(str(image_id).encode())

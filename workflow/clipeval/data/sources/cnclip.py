@@ -9,6 +9,11 @@ from clipeval.data.sources import CAPTIONS, FILE, PreparedSource, Setting, Sourc
 from clipeval.errors import ClipevalError
 
 
+# A tsv line holds one base64 image: 64 MiB is a 48 MB image file, far above
+# any benchmark's, and keeps a file of one endless line from being read whole.
+MAX_TSV_LINE_BYTES = 64 << 20
+
+
 def read_image_tsv(path) -> Iterator[tuple[int, bytes]]:
     """Yield (image_id, encoded bytes) per line, checking each image decodes."""
     path = Path(path)
@@ -16,12 +21,14 @@ def read_image_tsv(path) -> Iterator[tuple[int, bytes]]:
         raise ClipevalError(f"{path}: file not found")
     first_line_of = {}
     with open(path, "rb") as handle:
-        for line_number, line in enumerate(handle, start=1):
+        for line_number, line in enumerate(iter(lambda: handle.readline(MAX_TSV_LINE_BYTES + 1), b""), start=1):
+            where = f"{path}:{line_number}"
+            if len(line) > MAX_TSV_LINE_BYTES:
+                raise ClipevalError(f"{where}: line longer than {MAX_TSV_LINE_BYTES >> 20} MiB, not read")
             line = line.rstrip(b"\r\n")
             if not line:
                 continue
             fields = line.split(b"\t")
-            where = f"{path}:{line_number}"
             if len(fields) != 2:
                 raise ClipevalError(f"{where}: expected 2 tab-separated fields (image_id, base64), got {len(fields)}")
             try:
@@ -41,7 +48,11 @@ def read_image_tsv(path) -> Iterator[tuple[int, bytes]]:
 def read_image_lmdb(path) -> Iterator[tuple[int, bytes]]:
     store = ImageStore(path)
     try:
-        for image_id in store.image_ids():
+        image_ids = store.image_ids()
+        claimed = store.claimed_count()
+        if claimed is not None and claimed != len(image_ids):
+            raise ClipevalError(f"{path}: num_images says {claimed}, but the LMDB holds {len(image_ids)} images")
+        for image_id in image_ids:
             raw = store.encoded_bytes(int(image_id))
             decode_image(raw, f"{path}: image_id {image_id}")
             yield int(image_id), raw
