@@ -30,19 +30,28 @@ def best_seconds(function, repeats=3):
     return best
 
 
+# Linux starts a child's peak memory (ru_maxrss) at its parent's: exec keeps
+# the peak of the memory image it replaces. This process holds features and
+# products of hundreds of megabytes, so a small launcher starts each command
+# and reports the command's own peak.
+_LAUNCHER = """import os, subprocess, sys, time
+start = time.perf_counter()
+process = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(process.pid, 0)
+print(time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_command(command, repeats=3, env=None):
     """(fastest wall seconds, its peak resident memory in MiB) of a command run `repeats` times."""
     best = (float("inf"), 0.0)
     for _ in range(repeats):
-        start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   env={**os.environ, **(env or {})})
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{' '.join(map(str, command))} failed: {process.stderr.read().decode()[-2000:]}")
-        process.stderr.close()
-        best = min(best, (seconds, usage.ru_maxrss / 1024))
+        result = subprocess.run([sys.executable, "-c", _LAUNCHER, *map(str, command)], capture_output=True,
+                                text=True, env={**os.environ, **(env or {})})
+        seconds, peak_mib, status = result.stdout.split()
+        if int(status) != 0:
+            raise SystemExit(f"{' '.join(map(str, command))} failed: {result.stderr[-2000:]}")
+        best = min(best, (float(seconds), float(peak_mib)))
     return best
 
 
