@@ -214,6 +214,33 @@ def test_paired_comparison_is_tighter_than_separate_intervals():
     assert itself["difference"]["t2i"]["R@1"] == 0 and itself["intervals"]["t2i"]["R@1"] == [0.0, 0.0]
 
 
+def test_a_gallery_of_ties_is_ranked_in_bounded_memory(tmp_path):
+    """1500 identical images and captions: every score ties, so the exactly scored band is the whole
+    1500 × 1500 matrix; scoring it as float64 copies of both sides took 5 GB here."""
+    import sys
+
+    from conftest import run_measuring_peak_memory
+
+    program = """
+import numpy as np
+from clipeval.retrieval.ranks import first_positive_ranks
+n, dimension = 1500, 96
+rng = np.random.default_rng(0)
+vector = rng.standard_normal(dimension).astype(np.float32)
+features = np.tile(vector / np.linalg.norm(vector), (n, 1))
+image_ids = rng.permutation(10 * n)[:n].astype(np.int64)
+positives = image_ids[rng.permutation(n)]
+ranks = first_positive_ranks(features, features, image_ids, np.arange(n), positives)
+# All scores equal: the ranking rule puts lower ids first.
+expected = 1 + np.searchsorted(np.sort(image_ids), positives)
+print(bool((ranks == expected).all()))
+"""
+    result, peak = run_measuring_peak_memory([sys.executable, "-c", program], tmp_path / "peak")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True"]
+    assert peak < 400 << 20
+
+
 def test_gallery_smaller_than_k_counts_every_query_found():
     metrics, _ = score({10: [1], 11: [2]}, {1: [1, 0], 2: [0, 1]}, {10: [1, 0], 11: [1, 0]}, ks=(1, 5, 10, 50))
     assert metrics["t2i"] == pytest.approx({"R@1": 50.0, "R@5": 100.0, "R@10": 100.0, "R@50": 100.0,

@@ -5,19 +5,19 @@ lists, so they are right beyond K: the rank of an item is
 1 + #(score > s) + #(score == s and id < own id), and a query's rank is that
 of its best-ranked positive. float32 matrix products sort the gallery into
 items clearly ahead, clearly behind, and a narrow band around the positive's
-score; the band is scored exactly (exact_scores), like the top-k lists.
+score; the band is scored exactly (exact_pair_scores), like the top-k lists.
 """
 
 import numpy as np
 
-from clipeval.retrieval.ranking_rule import exact_scores, score_tolerance
+from clipeval.retrieval.ranking_rule import exact_pair_scores, score_tolerance
 
 _BUDGET_BYTES = 64 << 20
 
 
 def best_positives(queries, gallery, gallery_ids, owner, positive_rows):
     """Per query row: (score, id) of its best positive under the ranking rule."""
-    scores = exact_scores(queries[owner], gallery[positive_rows])
+    scores = exact_pair_scores(queries, gallery, owner, positive_rows)
     ids = gallery_ids[positive_rows]
     order = np.lexsort((ids, -scores, owner))
     first = np.ones(len(order), dtype=bool)
@@ -52,7 +52,8 @@ def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids) -> 
         ranks[start:stop] += (approximate > threshold + margin).sum(axis=1)
         band_rows, band_columns = np.nonzero(np.abs(approximate - threshold) <= margin)
         query_rows = band_rows + start
-        exact = exact_scores(queries[query_rows], gallery[band_columns])
+        # In bounded steps: with many tied items the band holds most of the chunk.
+        exact = exact_pair_scores(queries, gallery, query_rows, band_columns)
         ahead = (exact > best_score[query_rows]) | (
             (exact == best_score[query_rows]) & (gallery_ids[band_columns] < best_id[query_rows])
         )
