@@ -201,10 +201,15 @@ def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, spoil):
     assert ids.tolist() == [0, 1, 2] and np.array_equal(matrix, expected)
 
 
-def test_features_the_reader_would_refuse_get_no_sidecar_and_the_reader_names_the_line(tmp_path):
-    path = written_with_sidecar(tmp_path, np.array([[1.0, 0.0], [0.0, 0.0]], dtype=np.float32))
+@pytest.mark.parametrize("matrix, message", [
+    (np.array([[1.0, 0.0], [0.0, 0.0]], dtype=np.float32), r"f\.jsonl:2: image_id 1 has a zero-norm feature"),
+    (np.ones((1, 16_385), dtype=np.float32),
+     r"f\.jsonl:1: image_id 0 has 16,385 feature values, more than the 16,384 clipeval reads"),
+])
+def test_features_the_reader_would_refuse_get_no_sidecar_and_the_reader_names_the_line(tmp_path, matrix, message):
+    path = written_with_sidecar(tmp_path, matrix)
     assert not sidecar_path(path).exists()
-    with pytest.raises(ClipevalError, match=r"f\.jsonl:2: image_id 1 has a zero-norm feature"):
+    with pytest.raises(ClipevalError, match=message):
         read_features(path, "image_id")
 
 

@@ -65,7 +65,8 @@ def _write_sidecar(path: Path, id_key: str, ids: np.ndarray, matrix: np.ndarray)
     """Only arrays that parsing the jsonl would give back unchanged get a sidecar: float32 values
     round-trip through orjson's shortest form, and the checks read_features makes pass."""
     finite_and_nonzero = np.isfinite(matrix).all() and matrix.any(axis=1).all()
-    if not (finite_and_nonzero and (ids >= 0).all() and len(np.unique(ids)) == len(ids)):
+    unique_ids = (ids >= 0).all() and len(np.unique(ids)) == len(ids)
+    if not (finite_and_nonzero and unique_ids and matrix.shape[1] <= MAX_DIMENSION):
         return
     arrays = ids.astype("<i8").tobytes() + matrix.astype("<f4").tobytes()
     header = {"sha256": _sha256(path), "arrays_sha256": hashlib.sha256(arrays).hexdigest(), "id_key": id_key,
