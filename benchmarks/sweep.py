@@ -1,4 +1,4 @@
-"""Planning a sweep of many checkpoints: the dry run and its jobs, against the same config with one model.
+"""A sweep of many checkpoints: planning it, and its comparison jobs.
 
 Each config evaluates N local checkpoints on the default experiment's three
 datasets plus a second retrieval split; every model's checkpoint is one
@@ -6,6 +6,11 @@ placeholder file (a dry run reads none). The floor is the dry run of the
 same datasets with one model, measured in the same run. Comparisons are one
 job per dataset, whatever N; `compare.baseline` turns every two models
 (N(N-1)/2 comparisons in that job) into each model against the baseline (N-1).
+
+A comparison job's time grows with the comparisons it holds: the second
+table runs `compare_all`, as `clipeval compare-models` does, on ranks records
+at the Flickr30k-1K shape with 1000 bootstrap replicates, against one
+comparison of two models measured in the same run.
 """
 
 import argparse
@@ -16,9 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 
-from measure import print_table
+from measure import best_seconds, print_table
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -52,9 +58,40 @@ def dry_run(workdir, config):
     return best, jobs
 
 
+def ranks_record(rng, texts=5_000, images=1_000):
+    """A ranks record as score-retrieval writes it, with ranks drawn like a weak model's."""
+    def direction(count, success):
+        return {"query_ids": list(range(count)), "folds": [0] * count,
+                "ranks": rng.geometric(success, count).tolist()}
+    return {"task": "retrieval", "protocol": "full", "folds": 1, "recall_at": [1, 5, 10],
+            "t2i": direction(texts, 0.1), "i2t": direction(images, 0.2)}
+
+
+def comparison_rows(num_models, workdir):
+    import orjson
+
+    from clipeval.statistics.comparison import compare_all
+
+    rng = np.random.default_rng(0)
+    paths = []
+    for index in range(num_models):
+        paths.append(workdir / f"ranks-{index}.json")
+        paths[-1].write_bytes(orjson.dumps(ranks_record(rng)))
+    names = [f"checkpoint-{index}" for index in range(num_models)]
+    floor = best_seconds(lambda: compare_all(names[:2], paths[:2], None, 1000, 0), repeats=2)
+    rows = [["2 models (floor)", "1", f"{floor:.2f}", "1.00", f"{floor:.2f}"]]
+    for baseline in (names[0], None):
+        seconds = best_seconds(lambda: compare_all(names, paths, baseline, 1000, 0), repeats=1)
+        count = num_models - 1 if baseline else num_models * (num_models - 1) // 2
+        rows.append([f"{num_models} models" + (", compare.baseline" if baseline else ""), str(count),
+                     f"{seconds:.2f}", f"{seconds / floor:.2f}", f"{seconds / count:.2f}"])
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, nargs="+", default=[10, 100])
+    parser.add_argument("--compared", type=int, default=6, help="models in the timed comparison job")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as directory:
@@ -70,8 +107,11 @@ def main(argv=None):
                 rows.append([f"{num_models} models" + (", compare.baseline" if baseline else ""),
                              f"{jobs['total']:,}", str(jobs.get("compare_models", 0)), f"{comparisons:,}",
                              f"{seconds:.1f}", f"{seconds / floor:.2f}"])
-    print_table("planning a sweep (4 datasets)",
-                ["config", "jobs", "compare jobs", "comparisons per dataset", "dry run s", "× floor"], rows)
+        print_table("planning a sweep (4 datasets)",
+                    ["config", "jobs", "compare jobs", "comparisons per dataset", "dry run s", "× floor"], rows)
+        print_table("one comparison job, Flickr30k-1K shape, 1000 replicates",
+                    ["models", "comparisons", "seconds", "× floor", "seconds per comparison"],
+                    comparison_rows(args.compared, workdir))
 
 
 if __name__ == "__main__":
