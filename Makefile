@@ -12,7 +12,7 @@ $(error FAISS must be cpu or gpu, not '$(FAISS)')
 endif
 INSTALLED := $(BIN)/.installed-$(FAISS)
 
-.PHONY: run test lint clean readme bench
+.PHONY: run test lint clean readme bench experiments
 
 # The two FAISS builds install the same `faiss` package, so switching removes both first.
 $(INSTALLED): pyproject.toml constraints.txt
@@ -32,7 +32,11 @@ test: $(INSTALLED)
 # After a change that moves the default experiment's numbers: run it and put
 # its headline into README.md (a test compares the two).
 readme: run
-	$(BIN)/python -c 'from clipeval.reporting.summary import embed_headline; embed_headline("README.md", "results/summary.md")'
+	$(BIN)/python -c 'from clipeval.reporting.summary import embed_headline; embed_headline("README.md", "results/experiments/default/summary.md")'
+
+# Every experiment run in this folder, each scored pair with its headline metric.
+experiments: $(INSTALLED)
+	$(BIN)/python -m clipeval list-experiments
 
 # The benchmark suite (benchmarks/): one table per stage, ratios to a floor measured in the same run.
 bench: $(INSTALLED)
@@ -42,4 +46,4 @@ lint: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 
 clean:
-	rm -rf results/datasets results/models results/features results/predictions results/scores results/summary.* logs .snakemake
+	rm -rf results/datasets results/models results/features results/predictions results/scores results/experiments logs .snakemake

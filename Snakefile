@@ -46,6 +46,12 @@ localrules:
     describe_features_model,
 
 
+# Before the first job: this experiment's record, which claims its dataset and
+# model names against the other experiments in results/ (common.smk).
+onstart:
+    write_experiment_record()
+
+
 rule all:
     input:
         rules.summary.output,

@@ -82,14 +82,15 @@ def edit_config(workdir, change):
     return config
 
 
-def read_summary(workdir):
-    with open(workdir / "results/summary.csv") as handle:
+def read_summary(workdir, experiment="default"):
+    with open(workdir / f"results/experiments/{experiment}/summary.csv") as handle:
         return list(csv.DictReader(handle))
 
 
 # A small experiment of every kind of stage: training, a shapes and a
 # Chinese-CLIP dataset, one model; about a minute on two cores.
 SMALL_CONFIG = {
+    "experiment": "small",
     "datasets": {
         "shapes-train": {"format": "shapes", "task": "train", "num_images": 256, "seed": 0},
         "shapes-test": {"format": "shapes", "task": "retrieval", "num_images": 120, "seed": 1, "first_image_id": 100000},

@@ -199,7 +199,7 @@ def without_features(baseline, destination):
     workdir = copy_experiment(baseline, destination)
     for stage in ("features", "predictions", "scores"):
         shutil.rmtree(workdir / "results" / stage)
-    for summary in workdir.glob("results/summary.*"):
+    for summary in workdir.glob("results/experiments/small/summary.*"):
         summary.unlink()
     return workdir
 
@@ -259,7 +259,8 @@ RESULT_FILES = ("results/models/tiny/checkpoint.pt", "results/models/tiny/meta.j
                 "results/features/tiny/shapes-test/images.jsonl", "results/features/tiny/cn-test/texts.jsonl",
                 "results/predictions/tiny/shapes-test/t2i.jsonl", "results/predictions/tiny/shapes-test/i2t.jsonl",
                 "results/predictions/tiny/cn-test/t2i.jsonl", "results/scores/tiny/shapes-test/retrieval.json",
-                "results/scores/tiny/cn-test/retrieval.json", "results/summary.csv", "results/summary.md")
+                "results/scores/tiny/cn-test/retrieval.json", "results/experiments/small/summary.csv",
+                "results/experiments/small/summary.md")
 
 
 def test_a_clean_run_repeats_the_bytes_and_a_second_experiment_takes_them_from_the_shared_cache(baseline, tmp_path):
@@ -284,7 +285,7 @@ def test_a_clean_run_repeats_the_bytes_and_a_second_experiment_takes_them_from_t
     ])
     extraction_logs = list((second / "logs/extract").glob("**/*.log")) + [second / "logs/train/tiny.log"]
     assert all(not log.exists() or log.stat().st_size == 0 for log in extraction_logs)
-    for name in ("summary.csv", "scores/tiny/cn-test/retrieval.json"):
+    for name in ("experiments/small/summary.csv", "scores/tiny/cn-test/retrieval.json"):
         assert (second / "results" / name).read_bytes() == (first / "results" / name).read_bytes()
 
 

@@ -39,7 +39,7 @@ def test_the_valid_config_has_no_error():
 
 @pytest.mark.parametrize("change, message", [
     (lambda c: c.update(extrakt={}),
-     "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, extract, knn, metrics, models, numerics)"),
+     "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics)"),
     (lambda c: c.update(compare={"baselin": "tiny"}), "compare: unknown key 'baselin' (allowed: baseline)"),
     (lambda c: c.pop("models"), "the config: 'models' is a required property"),
     (lambda c: c["datasets"]["flickr"].update(anotations="a.json"),

@@ -78,3 +78,18 @@ def test_an_example_replaces_the_default_experiment(tmp_path, example, jobs):
     config_file = f"config/examples/{example}.yaml"
     create_named_inputs(workdir, yaml.safe_load((workdir / config_file).read_text()))
     assert planned_jobs(workdir, "--configfile", config_file) == jobs
+
+
+def test_the_examples_and_the_default_experiment_can_share_one_results_folder():
+    """A dataset or model name that two of them define otherwise would stop the second run (README)."""
+    import itertools
+
+    configs = {path.stem: yaml.safe_load(path.read_text()) for path in [*EXAMPLES, REPO / "config/config.yaml"]}
+    clashes = []
+    for (first, a), (second, b) in itertools.combinations(configs.items(), 2):
+        clashes += [(first, second, section, name) for section in ("datasets", "models")
+                    for name in set(a[section]) & set(b[section]) if a[section][name] != b[section][name]]
+        if set(a["models"]) & set(b["models"]) and set(a["datasets"]) & set(b["datasets"]):
+            clashes += [(first, second, section) for section in ("numerics", "extract", "knn", "metrics")
+                        if a.get(section) != b.get(section)]
+    assert clashes == []

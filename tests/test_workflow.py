@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, run_cli
 from snakemake_runner import copy_workflow, planned_jobs, read_summary, snakemake
 
 EXTRACTION = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1}
@@ -70,9 +70,10 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "results/features/tiny-shapes/shapes-classes/classes.jsonl",
         "results/scores/tiny-shapes/shapes-classes/classification.json",
         "results/scores/tiny-shapes/shapes-classes/classification-ranks.json",
-        "results/summary.md",
-        "results/averages.csv",
-        "results/comparisons.csv",
+        "results/experiments/default/experiment.json",
+        "results/experiments/default/summary.md",
+        "results/experiments/default/averages.csv",
+        "results/experiments/default/comparisons.csv",
         "logs/prepare/shapes-test.log",
         "logs/train/tiny-shapes.log",
         "logs/extract/tiny-shapes/shapes-test/texts.log",
@@ -83,7 +84,7 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "logs/score/tiny-shapes/shapes-test.log",
         "logs/classify/tiny-shapes/shapes-classes/classes.log",
         "logs/classify/tiny-shapes/shapes-classes/score.log",
-        "logs/summary/summary.log",
+        "logs/summary/default.log",
     ]
     assert [p for p in expected if not (default_run / p).exists()] == []
     assert not (default_run / "results/features/tiny-shapes/shapes-train").exists()
@@ -102,7 +103,7 @@ def test_the_readme_shows_what_a_fresh_run_prints(default_run):
     from clipeval.reporting.summary import headline_block
 
     readme = headline_block((REPO / "README.md").read_text(), "README.md")
-    fresh = headline_block((default_run / "results/summary.md").read_text(), "summary.md")
+    fresh = headline_block((default_run / "results/experiments/default/summary.md").read_text(), "summary.md")
     assert readme == fresh, "README.md's numbers differ from a fresh run: run `make readme` and commit"
 
 
@@ -187,7 +188,7 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     for first, second in zip(rows[:3], rows[3:]):
         assert {k: v for k, v in first.items() if k != "model"} == {k: v for k, v in second.items() if k != "model"}
     assert int(rows[2]["images"]) == 40
-    differences = list(csv.DictReader(open(workdir / "results/comparisons.csv")))
+    differences = list(csv.DictReader(open(workdir / "results/experiments/default/comparisons.csv")))
     assert {(r["dataset"], r["first"], r["second"]) for r in differences} == {
         (d, "tiny-shapes", "tiny-copy") for d in datasets}
     assert {r["difference"] for r in differences if r["difference"]} == {"0.0"}
@@ -206,6 +207,64 @@ def test_another_experiments_checkpoint_is_read_not_remade(default_run, tmp_path
     (workdir / "config/other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
     assert planned_jobs(workdir, "--configfile", "config/other.yaml") == {
         "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+
+
+def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(default_run, tmp_path):
+    workdir = copy_workflow(tmp_path)
+    shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
+    shutil.copytree(default_run / ".snakemake", workdir / ".snakemake", symlinks=True,
+                    ignore=shutil.ignore_patterns("log", "locks", "incomplete"))
+    default_summary = (workdir / "results/experiments/default/summary.md").read_bytes()
+    config = yaml.safe_load((workdir / "config/config.yaml").read_text())
+    second = {"datasets": {name: config["datasets"][name] for name in ("shapes-train", "shapes-test")},
+              "models": config["models"]}
+    (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
+
+    # The same model on the same dataset: its results are the default experiment's, computed once.
+    assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {"summary": 1, "all": 1}
+    assert not (workdir / "results/experiments/second").exists(), "a dry run claimed the experiment's names"
+    result = snakemake(workdir, "--cores", "1", "--configfile", "config/second.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    [second_row], default_row = read_summary(workdir, "second"), read_summary(workdir)[0]
+    assert second_row.items() <= default_row.items()  # its table has no classification columns
+    assert (workdir / "results/experiments/default/summary.md").read_bytes() == default_summary
+    assert planned_jobs(workdir) == {}
+
+    listed = run_cli("list-experiments", cwd=workdir)
+    headline = f"{float(read_summary(workdir)[0]['mean_recall']):.2f}"
+    top1 = f"{float(read_summary(workdir)[1]['top1']):.2f}"
+    assert listed.stdout.splitlines() == [
+        "experiment  model        dataset         task            metric       value  summary",
+        f"default     tiny-shapes  shapes-classes  classification  top1         {top1}  "
+        "results/experiments/default/summary.csv",
+        f"default     tiny-shapes  shapes-test     retrieval       mean_recall  {headline}  "
+        "results/experiments/default/summary.csv",
+        f"second      tiny-shapes  shapes-test     retrieval       mean_recall  {headline}  "
+        "results/experiments/second/summary.csv",
+    ]
+
+    # Another definition under a shared name would overwrite the default experiment's model and scores.
+    second["models"]["tiny-shapes"]["train"]["epochs"] = 3
+    (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
+    result = snakemake(workdir, "--cores", "1", "--configfile", "config/second.yaml")
+    assert result.returncode == 1
+    assert ("config error: models.tiny-shapes: experiment 'default' (results/experiments/default/experiment.json)"
+            " defines it otherwise (train.epochs: 3 here, 12 there); both would write its results: rename it in"
+            " this config, or delete results/experiments/default if that experiment is done with"
+            in result.stderr.splitlines())
+    # Under its own name it runs beside the default experiment (a dry run here: training is minutes).
+    second["models"] = {"tiny-3-epochs": second["models"]["tiny-shapes"]}
+    (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
+    assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {
+        "train": 1, "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+
+    # Another config file under a name already taken would overwrite that experiment's summary.
+    (workdir / "config/copy.yaml").write_text(yaml.safe_dump({**second, "experiment": "second"}, sort_keys=False))
+    result = snakemake(workdir, "--cores", "1", "--configfile", "config/copy.yaml")
+    assert result.returncode == 1
+    assert ("config error: experiment: 'second' is the experiment of config/second.yaml"
+            " (results/experiments/second/experiment.json): give this config another name (experiment: NAME),"
+            " or delete results/experiments/second" in result.stderr.splitlines())
 
 
 def test_a_mistyped_path_stops_the_run_even_when_results_exist(default_run, tmp_path):

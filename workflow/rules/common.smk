@@ -20,6 +20,8 @@ from clipeval.cli import command_module
 from clipeval.codegraph import CodeGraph, command_entry_modules
 from clipeval.config_errors import config_error, location
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
+from clipeval.errors import ClipevalError
+from clipeval.experiments import experiment_conflict, experiment_dir, record_path
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.models.pretrained import is_checkpoint_path
 from clipeval.features.sharding import shard_count
@@ -177,6 +179,46 @@ def check_config():
         fail(f"knn.top_k: {config['knn']['top_k']} is too few: R@{deepest} needs at least {deepest} predictions"
              " (Rsum always uses R@10)")
     check_inputs()
+    check_experiments()
+
+
+def config_files():
+    """The config files of this run, as given (the default experiment's when none is)."""
+    return [str(path) for path in workflow.config_settings.configfiles] or ["config/config.yaml"]
+
+
+def experiment_name():
+    """The config's `experiment`, else its (last) config file's name without .yaml."""
+    return config.get("experiment") or Path(config_files()[-1]).stem
+
+
+def experiment_record():
+    """What this experiment defines, for the check against the others and results/experiments/NAME/."""
+    return {
+        "experiment": experiment_name(),
+        "config_files": config_files(),
+        "datasets": config["datasets"],
+        "models": {name: model_definition(name) for name in config["models"]},
+        "scores": {f"{model} on {dataset}": scoring_settings(model, dataset) for model, dataset in evaluation_pairs()},
+        "config": config,
+    }
+
+
+def check_experiments():
+    """No dataset, model or score that this experiment shares by name with another is defined otherwise."""
+    try:
+        conflict = experiment_conflict(experiment_record(), Path("results"))
+    except ClipevalError as error:
+        fail(str(error))
+    if conflict:
+        fail(conflict)
+
+
+def write_experiment_record():
+    """Claims this experiment's names before its first job runs (run from onstart, so never in a dry run)."""
+    from clipeval.storage.jsonl import write_json
+
+    write_json(record_path(Path("results"), experiment_name()), experiment_record())
 
 
 def entry_settings(dataset, kind):
@@ -266,12 +308,28 @@ ARTIFACTS = {
     "retrieval_ranks": "results/scores/{model}/{dataset}/retrieval-ranks.json",
     "classification_scores": "results/scores/{model}/{dataset}/classification.json",
     "classification_ranks": "results/scores/{model}/{dataset}/classification-ranks.json",
-    "comparisons": "results/comparisons/{dataset}.json",
 }
 
 
+# Each experiment's own files, under results/experiments/NAME/ (their logs
+# are logs/STAGE/NAME…): what depends on which models it holds.
+EXPERIMENT_OUTPUTS = {
+    "comparisons": "comparisons/{dataset}.json",
+    "summary_csv": "summary.csv",
+    "summary_markdown": "summary.md",
+    "averages": "averages.csv",
+    "comparison_table": "comparisons.csv",
+}
+
+
+def experiment_artifact(name):
+    """The path pattern of one of this experiment's own files, its wildcards left in."""
+    return str(experiment_dir(Path("results"), experiment_name()) / EXPERIMENT_OUTPUTS[name])
+
+
 def artifact(name, **wildcards):
-    return ARTIFACTS[name].format(**wildcards)
+    pattern = experiment_artifact(name) if name in EXPERIMENT_OUTPUTS else ARTIFACTS[name]
+    return pattern.format(**wildcards)
 
 
 def names_matching(names):
@@ -315,22 +373,33 @@ def interval_options():
     return f"--bootstrap {metrics['bootstrap']} --seed {metrics['bootstrap_seed']}"
 
 
+def model_definition(name):
+    """A model's entry and the settings that shape its checkpoint and features."""
+    if is_features_model(name):
+        return model_config(name)
+    return {**model_config(name), "precision": model_precision(name), "numerics": config["numerics"]}
+
+
+def scoring_settings(model, dataset):
+    """The settings beyond the model and dataset entries that shape a pair's predictions and scores."""
+    metrics = {key: config["metrics"][key] for key in ("bootstrap", "bootstrap_seed")}
+    if dataset_config(dataset)["task"] != "retrieval":
+        return {"metrics": metrics}
+    metrics.update(config["metrics"], protocol=retrieval_protocol(dataset))
+    return {"metrics": metrics, "knn": {"top_k": config["knn"]["top_k"]}}
+
+
 def result_config(wildcards):
     """The config that determines a score, recorded in its provenance."""
-    task = dataset_config(wildcards.dataset)["task"]
     model = model_config(wildcards.model)
     if is_features_model(wildcards.model):
         model = {"features": {wildcards.dataset: precomputed_features(wildcards.model, wildcards.dataset)}}
-    metrics = {key: config["metrics"][key] for key in ("bootstrap", "bootstrap_seed")}
-    if task == "retrieval":
-        metrics.update(config["metrics"], protocol=retrieval_protocol(wildcards.dataset))
     return json.dumps(
         {
             "model": {"name": wildcards.model, **model},
             "dataset": {"name": wildcards.dataset, **dataset_config(wildcards.dataset)},
-            "metrics": metrics,
+            **scoring_settings(wildcards.model, wildcards.dataset),
             **({} if is_features_model(wildcards.model) else {"extract": {"precision": model_precision(wildcards.model)}}),
-            **({"knn": {"top_k": config["knn"]["top_k"]}} if task == "retrieval" else {}),
         },
         sort_keys=True,
     )

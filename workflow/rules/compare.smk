@@ -8,7 +8,7 @@ rule compare_models:
     input:
         ranks=compared_ranks,
     output:
-        comparisons=ARTIFACTS["comparisons"],
+        comparisons=experiment_artifact("comparisons"),
     wildcard_constraints:
         dataset=names_matching(compared_models()),
     params:
@@ -17,7 +17,7 @@ rule compare_models:
         definition=comparison_definition,
         code=code_fingerprint("compare-models"),
     log:
-        "logs/compare/{dataset}.log",
+        f"logs/compare/{experiment_name()}/{{dataset}}.log",
     conda:
         ENV_FILE
     shell:

@@ -1,5 +1,6 @@
-# summary: every (model, dataset) score in one table, per-model averages over
-# datasets and the paired comparisons, as CSV and one Markdown report.
+# summary: every (model, dataset) score of this experiment in one table,
+# per-model averages over datasets and the paired comparisons, as CSV and one
+# Markdown report under results/experiments/NAME/.
 
 
 rule summary:
@@ -7,15 +8,15 @@ rule summary:
         score_files(),
         comparison_files(),
     output:
-        csv="results/summary.csv",
-        markdown="results/summary.md",
-        averages="results/averages.csv",
-        comparisons="results/comparisons.csv",
+        csv=experiment_artifact("summary_csv"),
+        markdown=experiment_artifact("summary_markdown"),
+        averages=experiment_artifact("averages"),
+        comparisons=experiment_artifact("comparison_table"),
     params:
         entries=summary_entries(),
         code=code_fingerprint("summarize"),
     log:
-        "logs/summary/summary.log",
+        f"logs/summary/{experiment_name()}.log",
     conda:
         ENV_FILE
     shell:
