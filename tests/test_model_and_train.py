@@ -40,6 +40,37 @@ def test_file_that_is_not_a_checkpoint(tmp_path):
         build_model("clipeval-tiny", str(path))
 
 
+# open_clip reads .npz files as Google big_vision (SigLIP) weights with numpy.
+def test_big_vision_weights_for_a_model_without_big_vision_towers(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "siglip.npz"
+    np.savez(path, **{"params/img/embedding/kernel": np.zeros((16, 16, 3, 8), np.float32)})
+    with pytest.raises(ClipevalError) as error:
+        build_model("clipeval-tiny", str(path))
+    assert str(error.value) == (f"{path}: weights do not fit arch 'clipeval-tiny': open_clip loads .npz (big_vision)"
+                                " weights only into SigLIP-style models ('ModifiedResNet' object has no attribute"
+                                " 'trunk')")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"not a zip archive", "not a loadable checkpoint (BadZipFile)"),
+    (None, "not a loadable checkpoint (ValueError)"),
+    ({"params/b": [{"code": "anything"}]}, "array params/b.npy holds Python objects, not weights"),
+])
+def test_an_npz_that_is_not_weights_is_refused_before_open_clip_reads_it(tmp_path, content, message):
+    import numpy as np
+
+    path = tmp_path / "weights.npz"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        np.savez(path, **{key: np.array(value, dtype=object) for key, value in (content or {}).items()})
+    with pytest.raises(ClipevalError) as error:
+        build_model("clipeval-tiny", str(path))
+    assert str(error.value) == f"{path}: {message}"
+
+
 def test_weights_identity(tiny_checkpoint):
     import hashlib
 

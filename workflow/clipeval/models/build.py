@@ -4,9 +4,11 @@ Importing this module registers the model configs shipped with clipeval
 (for example `clipeval-tiny`) with open_clip, so they resolve by name.
 """
 
+import zipfile
 from importlib.resources import files
 from pathlib import Path
 
+import numpy as np
 import open_clip
 from open_clip.factory import load_state_dict
 import torch
@@ -47,10 +49,36 @@ def check_pretrained(arch: str, pretrained: str | None) -> None:
         raise ClipevalError(f"unknown pretrained tag {pretrained!r} for arch {arch!r} (known: {known})")
 
 
+# open_clip reads a .npz as Google big_vision weights (SigLIP's own release)
+# with numpy, not torch.load, into a model whose towers have big_vision's
+# layout; any other suffix is a torch or safetensors checkpoint.
+BIG_VISION_SUFFIX = ".npz"
+
+
+def _check_numeric_arrays(archive_path: str) -> None:
+    """Every member of a .npz is a .npy of numbers, read from its header alone (no array is loaded)."""
+    with zipfile.ZipFile(archive_path) as archive:
+        members = [name for name in archive.namelist() if not name.endswith("/")]
+        if not members:
+            raise ValueError("no arrays")
+        for name in members:
+            with archive.open(name) as member:
+                major, _ = np.lib.format.read_magic(member)
+                read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+                _, _, dtype = read_header(member)
+            if dtype.hasobject:
+                raise ClipevalError(f"{archive_path}: array {name} holds Python objects, not weights")
+
+
 def _check_loadable(checkpoint: str) -> None:
     try:
-        load_state_dict(checkpoint)
-    except Exception as error:  # torch.load raises many types for a non-checkpoint
+        if checkpoint.endswith(BIG_VISION_SUFFIX):
+            _check_numeric_arrays(checkpoint)
+        else:
+            load_state_dict(checkpoint)
+    except ClipevalError:
+        raise
+    except Exception as error:  # torch.load, zipfile and numpy raise many types for a non-checkpoint
         raise ClipevalError(f"{checkpoint}: not a loadable checkpoint ({type(error).__name__})") from None
 
 
@@ -78,8 +106,12 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
             require_pretrained=bool(pretrained),
             **{_PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
         )
-    except (RuntimeError, AssertionError, KeyError, ValueError) as error:  # how open_clip reports a mismatch
+    except (RuntimeError, AssertionError, KeyError, ValueError, AttributeError) as error:  # how open_clip reports a mismatch
+        # (AttributeError: big_vision weights for a model without big_vision's towers)
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if local and pretrained.endswith(BIG_VISION_SUFFIX) and isinstance(error, AttributeError):
+            raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: open_clip loads .npz (big_vision)"
+                                f" weights only into SigLIP-style models ({detail})") from None
         if local:
             raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {detail}") from None
         raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None
