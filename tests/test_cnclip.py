@@ -96,6 +96,24 @@ def test_an_lmdb_whose_count_disagrees_with_its_images_is_refused(tmp_path, sour
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("key, message", [
+    (b"0517", "key b'0517' is not an image id (written as str(image_id))"),
+    (b"-517", "key b'-517' is not an image id (written as str(image_id))"),
+    (b" 517", "key b' 517' is not an image id (written as str(image_id))"),
+    (b"99999999999999999999", "key b'99999999999999999999' is too large for an image id (ids are below 2^63)"),
+])
+def test_an_lmdb_key_that_is_not_an_image_id_is_refused(tmp_path, source, key, message):
+    env = lmdb.open(str(tmp_path / "imgs"), map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        for image_id, raw in IMAGES.items():
+            txn.put(key if image_id == 517 else str(image_id).encode(), base64.b64encode(raw))
+    env.close()
+    with pytest.raises(ClipevalError) as error:
+        import_cnclip(tmp_path / "imgs", source[1], tmp_path / "out")
+    assert str(error.value) == f"{tmp_path / 'imgs'}: {message}"
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_endless_tsv_line_is_refused_without_reading_it_whole(tmp_path, source):
     with open(source[0], "wb") as handle:
         handle.write(b"1\t")

@@ -17,6 +17,7 @@ from PIL import Image
 
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output
+from clipeval.storage.ids import ID_LIMIT
 
 COUNT_KEY = b"num_images"
 _INITIAL_MAP_SIZE = 64 << 20
@@ -123,13 +124,18 @@ class ImageStore:
             for key in txn.cursor().iternext(keys=True, values=False):
                 if key == COUNT_KEY:
                     continue
-                try:
-                    ids.append(int(key))
-                except ValueError:
-                    raise ClipevalError(f"{self.path}: key {key!r} is not an integer image id") from None
+                ids.append(self._image_id(bytes(key)))
         if not ids:
             raise ClipevalError(f"{self.path}: the image store holds no images")
         return np.array(sorted(ids), dtype=np.int64)
+
+    def _image_id(self, key: bytes) -> int:
+        """A key as its image id: str(image_id) exactly, as images are looked up by it."""
+        if not key.isdigit() or str(int(key)).encode() != key:
+            raise ClipevalError(f"{self.path}: key {key[:40]!r} is not an image id (written as str(image_id))")
+        if int(key) >= ID_LIMIT:
+            raise ClipevalError(f"{self.path}: key {key[:40]!r} is too large for an image id (ids are below 2^63)")
+        return int(key)
 
     def claimed_count(self) -> int | None:
         """The count the store's `num_images` entry states, None without one; it may disagree with the keys."""

@@ -9,8 +9,15 @@ def nonblank_lines(path, what) -> list[tuple[int, str]]:
     path = Path(path)
     if not path.is_file():
         raise ClipevalError(f"{path}: {what} file not found")
-    lines = [(number, line.rstrip("\r")) for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1)]
-    return [(number, line) for number, line in lines if line.strip()]
+    lines = []
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError:
+            raise ClipevalError(f"{path}:{number}: not UTF-8 text") from None
+        if line.strip():
+            lines.append((number, line))
+    return lines
 
 
 def read_templates(path) -> list[str]:

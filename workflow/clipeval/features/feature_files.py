@@ -128,7 +128,8 @@ def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
             f"{places[bad]}: {id_key} {ids[bad]} has dimension {dims[bad]}, expected {dims[0]}"
         )
     try:
-        matrix = np.array(rows, dtype=np.float32)
+        with np.errstate(over="ignore"):  # past float32's range is infinite, refused by _check_values
+            matrix = np.array(rows, dtype=np.float32)
     except (TypeError, ValueError):
         matrix = None
     if matrix is None or matrix.ndim != 2:
@@ -148,11 +149,21 @@ def _check_numbers(id_key, ids, rows, places) -> None:
                         f" {orjson.dumps(value).decode()[:40]}")
 
 
+# Past this norm, the float32 product of two features can overflow.
+LARGEST_NORM = float(np.sqrt(np.finfo(np.float32).max))
+
+
 def _check_values(id_key, ids, matrix, places) -> None:
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
         bad = int(np.argmin(finite))
-        raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a NaN or infinite feature value")
+        raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a NaN or infinite feature value"
+                            " (or one past float32's range)")
+    norms = np.sqrt(np.square(matrix, dtype=np.float64).sum(axis=1))
+    if (norms > LARGEST_NORM).any():
+        bad = int(np.argmax(norms > LARGEST_NORM))
+        raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a feature of norm {norms[bad]:.3g}, past the"
+                            f" {LARGEST_NORM:.3g} at which float32 products overflow")
     zero = ~matrix.any(axis=1)
     if zero.any():
         bad = int(np.argmax(zero))

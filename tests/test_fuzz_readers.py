@@ -1,0 +1,370 @@
+"""Every file the workflow reads, mutated: each command either gives the right result or stops cleanly.
+
+A command given a mutated input must end in one of two ways: exit 0 with
+its complete output (for a mutation that changes nothing a reader should
+see, such as blank lines in a jsonl, the same bytes as from the valid
+file), or exit 1 with one line, `clipeval: error: …`, that names the
+mutated file, and no output at all, not even a partial one. Anything else
+(a traceback, a crash, a half-written file) fails. Commands run in this
+process through the CLI's own entry point, so an exception that would
+print a traceback to a user fails the test with that exception.
+"""
+
+import contextlib
+import io
+import json
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import lmdb
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from clipeval.cli import main
+from sources import write_cifar, write_cnclip, write_coco, write_imagefolder, write_karpathy, shapes
+
+EXAMPLES = 300
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Values a field may be given instead of the right one: wrong types, numbers
+# past every integer type, non-finite numbers, text where ids belong.
+HOSTILE_VALUES = st.sampled_from([
+    None, True, False, -1, 0, 2**63, -2**63 - 1, 10**30, 1.5, 1e308, "1", "", "\u00e9\u0000", [], [1, "a"], {},
+    {"a": [None]}, [[0.5] * 3], "NaN",
+])
+
+
+def run(argv):
+    """(exit status, stdout, stderr) of `clipeval ARGV`, run in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    # A warning would be printed to the user's terminal beside the one-line error: here it fails the test.
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        status = main([str(arg) for arg in argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+def json_paths(value, prefix=()):
+    """Every (path, value) inside a JSON value, the root included."""
+    yield prefix, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from json_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from json_paths(item, (*prefix, index))
+
+
+def mutate_json_value(data, document):
+    """The document with one value replaced, a key removed or a key's line duplicated with another value."""
+    paths = [path for path, _ in json_paths(document) if path]
+    if not paths:
+        return json.dumps(data.draw(HOSTILE_VALUES))
+    path = data.draw(st.sampled_from(paths))
+    parent = document
+    for key in path[:-1]:
+        parent = parent[key]
+    action = data.draw(st.sampled_from(["replace", "remove", "duplicate"]))
+    if action == "remove":
+        del parent[path[-1]]
+    elif action == "duplicate" and isinstance(parent, dict):
+        # JSON allows a repeated key; the text keeps both, readers see one of them.
+        text = json.dumps(document)
+        pair = json.dumps({path[-1]: data.draw(HOSTILE_VALUES)})[1:-1]
+        position = text.index(json.dumps(path[-1]) + ":") if len(path) == 1 else 1
+        return text[:position] + pair + ", " + text[position:]
+    else:
+        parent[path[-1]] = data.draw(HOSTILE_VALUES)
+    return json.dumps(document)
+
+
+def mutate(data, raw: bytes, kind: str) -> tuple[bytes, bool]:
+    """(mutated bytes, whether a reader should see the same content); kind: jsonl, json, text or binary."""
+    action = data.draw(st.sampled_from({
+        "jsonl": ["flip", "truncate", "insert", "encoding", "blank", "duplicate_line", "drop_line", "value"],
+        "json": ["flip", "truncate", "insert", "encoding", "value"],
+        "text": ["flip", "truncate", "insert", "encoding", "blank", "duplicate_line", "drop_line"],
+        "binary": ["flip", "truncate", "insert"],
+    }[kind]))
+    lines = raw.splitlines(keepends=True)
+    if action == "flip":
+        position = data.draw(st.integers(0, len(raw) - 1))
+        return raw[:position] + bytes([raw[position] ^ 1 << data.draw(st.integers(0, 7))]) + raw[position + 1:], False
+    if action == "truncate":
+        return raw[:data.draw(st.integers(0, len(raw) - 1))], False
+    if action == "insert":
+        position = data.draw(st.integers(0, len(raw)))
+        return raw[:position] + data.draw(st.binary(min_size=1, max_size=12)) + raw[position:], False
+    if action == "encoding":
+        # Latin-1 and UTF-16 where UTF-8 is expected, or a lone continuation byte.
+        index = data.draw(st.integers(0, len(lines) - 1))
+        line = lines[index].decode("utf-8", "replace")
+        encoded = data.draw(st.sampled_from([line.encode("latin-1", "replace"), line.encode("utf-16"),
+                                             b"\x80" + lines[index]]))
+        return b"".join([*lines[:index], encoded, *lines[index + 1:]]), False
+    if action == "blank":
+        index = data.draw(st.integers(0, len(lines)))
+        blank = data.draw(st.sampled_from([b"\n", b"  \n", b"\r\n"]))
+        if index == len(lines) and not raw.endswith(b"\n"):
+            blank = b"\n" + blank
+        return b"".join([*lines[:index], blank, *lines[index:]]), kind == "jsonl"
+    if action in ("duplicate_line", "drop_line"):
+        index = data.draw(st.integers(0, len(lines) - 1))
+        kept = lines[index:index + 1] * (2 if action == "duplicate_line" else 0)
+        return b"".join([*lines[:index], *kept, *lines[index + 1:]]), False
+    if kind == "jsonl":
+        index = data.draw(st.integers(0, len(lines) - 1))
+        changed = mutate_json_value(data, json.loads(lines[index])).encode() + b"\n"
+        return b"".join([*lines[:index], changed, *lines[index + 1:]]), False
+    return mutate_json_value(data, json.loads(raw)).encode(), False
+
+
+def check_outcome(status, stderr, inputs: list[Path], outputs: list[Path]):
+    """Exit 0 with every output, or exit 1 with one line naming an input file and no output.
+
+    The file named may be another input than the mutated one: a caption
+    dropped from texts.jsonl leaves a prediction in t2i.jsonl that points
+    nowhere, and that prediction's file and id are what the user must see.
+    """
+    if status == 0:
+        assert all(path.exists() for path in outputs), f"exit 0 without {[p for p in outputs if not p.exists()]}"
+        return True
+    assert status == 1
+    assert stderr.count("\n") == 1 and stderr.startswith("clipeval: error: "), stderr
+    assert any(f"{path}:" in stderr or f"{path} " in stderr for path in inputs), f"no input file named: {stderr}"
+    for path in outputs:
+        leftovers = [p.name for p in path.parent.iterdir()] if path.parent.exists() else []
+        assert not path.exists() and not [name for name in leftovers if name.startswith(f".{path.name}")], \
+            f"partial output beside {path}: {leftovers}"
+    return False
+
+
+def contents(paths):
+    """Each output's bytes (a folder's files, by name), for comparing results."""
+    found = {}
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            if file.name != "lock.mdb":
+                found[str(file.relative_to(path.parent))] = file.read_bytes()
+    return found
+
+
+class Case:
+    """A command over valid inputs in a folder; `fuzz` runs it on a copy with one input mutated."""
+
+    def __init__(self, build, mutable: dict, argv, outputs):
+        self.build = build
+        self.mutable, self.argv, self.outputs = mutable, argv, outputs
+
+    def prepare(self, source: Path):
+        self.source = source
+        self.build(source)
+        with contextlib.chdir(self.source):
+            status, _, stderr = run(self.resolved())
+        assert status == 0, stderr
+        self.valid = contents([self.source / output for output in self.outputs])
+
+    def resolved(self):
+        """The command line, its files relative to the folder it runs in (meta.json records them as given)."""
+        return [arg.removeprefix("@") for arg in self.argv]
+
+    def inputs(self, root):
+        """Every file the command may read, as the command names them."""
+        named = [arg[1:] for arg in self.argv if arg.startswith("@") and arg[1:] not in self.outputs]
+        inside = [str(path.relative_to(root)) for name in named if (root / name).is_dir()
+                  for path in (root / name).rglob("*")]
+        return [Path(name) for name in {*named, *inside, *self.mutable}]
+
+    def fuzz(self, data):
+        name = data.draw(st.sampled_from(sorted(self.mutable)))
+        root = Path(tempfile.mkdtemp(prefix="fuzz-run-"))
+        try:
+            shutil.copytree(self.source, root, dirs_exist_ok=True)
+            for output in self.outputs:
+                path = root / output
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+            target = root / name
+            mutated, same_content = mutate(data, target.read_bytes(), self.mutable[name])
+            target.write_bytes(mutated)
+            with contextlib.chdir(root):
+                status, _, stderr = run(self.resolved())
+            outputs = [root / output for output in self.outputs]
+            if check_outcome(status, stderr, self.inputs(root), outputs) and same_content:
+                assert contents(outputs) == self.valid, "a mutation a reader should not see changed the result"
+        finally:
+            shutil.rmtree(root)
+
+
+def features_lines(key, ids, dimension, seed):
+    vectors = np.random.default_rng(seed).normal(size=(len(ids), dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return "".join(json.dumps({key: int(i), "feature": [float(x) for x in v]}) + "\n" for i, v in zip(ids, vectors))
+
+
+def build_retrieval_files(root):
+    images, texts = [3 * k + 1 for k in range(12)], list(range(100, 124))
+    (root / "texts.jsonl").write_text("".join(
+        json.dumps({"text_id": t, "text": f"caption {t}", "image_ids": [images[k // 2]]}) + "\n"
+        for k, t in enumerate(texts)))
+    (root / "images.jsonl").write_text(features_lines("image_id", images, 8, 0))
+    (root / "text-features.jsonl").write_text(features_lines("text_id", texts, 8, 1))
+    (root / "t2i.jsonl").write_text("".join(
+        json.dumps({"text_id": t, "image_ids": [images[(k + s) % 12] for s in range(10)]}) + "\n"
+        for k, t in enumerate(texts)))
+
+
+def build_cnclip(root):
+    write_cnclip(root, num_images=6)
+
+
+def build_karpathy(root):
+    write_karpathy(root, num_images=4)
+
+
+def build_coco(root):
+    write_coco(root, num_images=4)
+
+
+def build_imagefolder(root):
+    write_imagefolder(root, num_images=6)
+
+
+def build_cifar(root):
+    rows = shapes(4, 3)
+    pixels = np.zeros((4, 32, 32, 3), np.uint8) + np.arange(4, dtype=np.uint8)[:, None, None, None]
+    write_cifar(root / "cifar", "cifar10", pixels, [label for *_, label in rows],
+                ["circle", "square", "triangle", "star", "cross", "ring"])
+    (root / "templates.txt").write_text("a {}\n")
+
+
+def build_classification(root):
+    (root / "images.jsonl").write_text(features_lines("image_id", [1, 2, 3, 4], 8, 2))
+    (root / "classes.jsonl").write_text(features_lines("class_id", [0, 1, 2], 8, 3))
+    (root / "labels.jsonl").write_text("".join(json.dumps({"image_id": i, "label": i % 3}) + "\n" for i in range(1, 5)))
+    (root / "classes.json").write_text(json.dumps({"classnames": ["a", "b", "c"], "templates": ["a {}."]}))
+
+
+# Each reader: the command that reads it, over valid inputs, and the files mutated.
+CASES = {
+    "features (make-topk-predictions)": Case(
+        build_retrieval_files, {"images.jsonl": "jsonl", "text-features.jsonl": "jsonl"},
+        ["make-topk-predictions", "--image-feats", "@images.jsonl", "--text-feats", "@text-features.jsonl",
+         "--top-k", "3", "--direction", "t2i", "--output", "@out.jsonl"], ["out.jsonl"]),
+    "feature shards (gather-features)": Case(
+        build_retrieval_files, {"images.jsonl": "jsonl"},
+        ["gather-features", "@images.jsonl", "--output", "@out.jsonl"], ["out.jsonl"]),
+    "texts and predictions (evaluate)": Case(
+        build_retrieval_files, {"texts.jsonl": "jsonl", "t2i.jsonl": "jsonl"},
+        ["evaluate", "@texts.jsonl", "@t2i.jsonl", "@out.json"], ["out.json"]),
+    "Chinese-CLIP tsv and texts (prepare cnclip)": Case(
+        build_cnclip, {"cn_imgs.tsv": "text", "cn_texts.jsonl": "jsonl"},
+        ["prepare", "cnclip", "--images", "@cn_imgs.tsv", "--texts", "@cn_texts.jsonl", "--out", "@out"], ["out"]),
+    "Karpathy annotations (prepare karpathy)": Case(
+        build_karpathy, {"dataset_flickr30k.json": "json", "flickr30k-images/7000.png": "binary"},
+        ["prepare", "karpathy", "--annotations", "@dataset_flickr30k.json", "--images", "@flickr30k-images",
+         "--out", "@out"], ["out"]),
+    "COCO annotations (prepare coco)": Case(
+        build_coco, {"captions_val2017.json": "json"},
+        ["prepare", "coco", "--annotations", "@captions_val2017.json", "--images", "@val2017", "--out", "@out"],
+        ["out"]),
+    "image folders, class names, templates (prepare imagefolder)": Case(
+        build_imagefolder, {"classnames.txt": "text", "templates.txt": "text", "val/circle/0001.png": "binary"},
+        ["prepare", "imagefolder", "--images", "@val", "--classnames", "@classnames.txt",
+         "--templates", "@templates.txt", "--out", "@out"], ["out"]),
+    "CIFAR batches (prepare cifar)": Case(
+        build_cifar, {"cifar/test_batch": "binary", "cifar/batches.meta": "binary", "templates.txt": "text"},
+        ["prepare", "cifar", "--batch", "@cifar/test_batch", "--templates", "@templates.txt", "--out", "@out"],
+        ["out"]),
+    "labels, classes, features (score-classification)": Case(
+        build_classification, {"images.jsonl": "jsonl", "classes.jsonl": "jsonl", "labels.jsonl": "jsonl",
+                         "classes.json": "json"},
+        ["score-classification", "--image-feats", "@images.jsonl", "--class-feats", "@classes.jsonl",
+         "--labels", "@labels.jsonl", "--classes", "@classes.json", "--bootstrap", "0", "--output", "@out.json"],
+        ["out.json"]),
+}
+
+
+@pytest.mark.parametrize("reader", list(CASES))
+def test_a_mutated_input_gives_the_right_result_or_one_line_naming_the_file(reader, tmp_path):
+    case = CASES[reader]
+    case.prepare(tmp_path)
+
+    @FUZZ
+    @given(st.data())
+    def fuzz(data):
+        case.fuzz(data)
+
+    fuzz()
+
+
+def write_lmdb(path: Path, entries: dict):
+    with lmdb.open(str(path), map_size=1 << 24) as environment, environment.begin(write=True) as transaction:
+        for key, value in entries.items():
+            transaction.put(key, value)
+
+
+@FUZZ
+@given(st.data())
+def test_a_mutated_image_lmdb_gives_the_right_result_or_one_line_naming_it(data):
+    """Chinese-CLIP's image LMDB, changed entry by entry (its pages are the lmdb library's to check)."""
+    root = Path(tempfile.mkdtemp(prefix="fuzz-lmdb-"))
+    try:
+        _, texts = write_cnclip(root, num_images=4)
+        entries = {b"num_images": b"4"}
+        for line in (root / "cn_imgs.tsv").read_bytes().splitlines():
+            image_id, encoded = line.split(b"\t")
+            entries[image_id] = encoded
+        key = data.draw(st.sampled_from(sorted(entries)))
+        action = data.draw(st.sampled_from(["value", "rename", "remove", "add"]))
+        if action == "value":
+            entries[key] = mutate(data, entries[key], "binary")[0]
+        elif action == "rename":
+            entries[data.draw(st.sampled_from([b"-1", b"05", b" 7", b"1e3", b"99999999999999999999999", b"x",
+                                               b"\xff", b"num_images "]))] = entries.pop(key)
+        elif action == "remove":
+            del entries[key]
+        else:
+            entries[data.draw(st.sampled_from([b"600000", b"num_images", b"0"]))] = data.draw(
+                st.sampled_from([b"", b"not base64!", b"aGVsbG8=", b"-3", entries[key]]))
+        write_lmdb(root / "imgs.lmdb", entries)
+        with contextlib.chdir(root):
+            status, _, stderr = run(["prepare", "cnclip", "--images", "imgs.lmdb", "--texts", texts.name,
+                                     "--out", "out"])
+        check_outcome(status, stderr, [Path("imgs.lmdb"), Path(texts.name)], [root / "out"])
+    finally:
+        shutil.rmtree(root)
+
+
+@FUZZ
+@given(st.data())
+def test_a_mutated_config_gets_one_line_naming_the_key_or_passes_the_schema(data):
+    """The config check (config_errors.py) over the default config and an example with every kind of section."""
+    import yaml
+
+    from clipeval.config_errors import config_error
+    from clipeval.data.sources import format_names
+    from conftest import REPO
+
+    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())
+    path = data.draw(st.sampled_from(["config/config.yaml", "config/examples/precomputed-features.yaml",
+                                      "config/examples/imagenet-1k-val.yaml"]))
+    raw = (REPO / path).read_bytes()
+    if data.draw(st.booleans()):
+        mutated = mutate(data, raw, "binary")[0]  # the YAML text: flipped, cut, inserted bytes
+    else:
+        mutated = mutate_json_value(data, yaml.safe_load(raw)).encode()  # JSON is YAML: a value changed
+    try:
+        config = yaml.safe_load(mutated)
+    except yaml.YAMLError:
+        return  # Snakemake reports a file that is not YAML, with its line
+    if not isinstance(config, dict):
+        return  # Snakemake refuses a config that is not a mapping
+    message = config_error(config, schema, format_names())
+    if message is not None:
+        assert "\n" not in message and message.split(":")[0], message
+        first = message.split(":")[0].split(".")[0].split("[")[0]
+        assert first in {*schema["properties"], "the config"}, message
