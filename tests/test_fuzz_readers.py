@@ -71,11 +71,11 @@ def mutate_json_value(data, document):
     if action == "remove":
         del parent[path[-1]]
     elif action == "duplicate" and isinstance(parent, dict):
-        # JSON allows a repeated key; the text keeps both, readers see one of them.
-        text = json.dumps(document)
-        pair = json.dumps({path[-1]: data.draw(HOSTILE_VALUES)})[1:-1]
-        position = text.index(json.dumps(path[-1]) + ":") if len(path) == 1 else 1
-        return text[:position] + pair + ", " + text[position:]
+        # JSON allows a repeated key: the text holds both, a reader sees one of them.
+        key, original, marker = path[-1], parent[path[-1]], "\u0000repeated\u0000"
+        parent[key] = marker
+        repeated = f"{json.dumps(key)}: {json.dumps(data.draw(HOSTILE_VALUES))}, {json.dumps(key)}: {json.dumps(original)}"
+        return json.dumps(document).replace(f"{json.dumps(key)}: {json.dumps(marker)}", repeated, 1)
     else:
         parent[path[-1]] = data.draw(HOSTILE_VALUES)
     return json.dumps(document)
@@ -212,6 +212,11 @@ def build_retrieval_files(root):
         for k, t in enumerate(texts)))
     (root / "images.jsonl").write_text(features_lines("image_id", images, 8, 0))
     (root / "text-features.jsonl").write_text(features_lines("text_id", texts, 8, 1))
+    (root / "i2t-truth.jsonl").write_text("".join(
+        json.dumps({"image_id": i, "text_ids": [texts[2 * k], texts[2 * k + 1]]}) + "\n" for k, i in enumerate(images)))
+    (root / "i2t.jsonl").write_text("".join(
+        json.dumps({"image_id": i, "text_ids": [texts[(2 * k + s) % 24] for s in range(10)]}) + "\n"
+        for k, i in enumerate(images)))
     (root / "t2i.jsonl").write_text("".join(
         json.dumps({"text_id": t, "image_ids": [images[(k + s) % 12] for s in range(10)]}) + "\n"
         for k, t in enumerate(texts)))
@@ -260,6 +265,9 @@ CASES = {
     "texts and predictions (evaluate)": Case(
         build_retrieval_files, {"texts.jsonl": "jsonl", "t2i.jsonl": "jsonl"},
         ["evaluate", "@texts.jsonl", "@t2i.jsonl", "@out.json"], ["out.json"]),
+    "image-to-text truth and predictions (evaluate --direction i2t)": Case(
+        build_retrieval_files, {"i2t-truth.jsonl": "jsonl", "i2t.jsonl": "jsonl"},
+        ["evaluate", "--direction", "i2t", "@i2t-truth.jsonl", "@i2t.jsonl", "@out.json"], ["out.json"]),
     "Chinese-CLIP tsv and texts (prepare cnclip)": Case(
         build_cnclip, {"cn_imgs.tsv": "text", "cn_texts.jsonl": "jsonl"},
         ["prepare", "cnclip", "--images", "@cn_imgs.tsv", "--texts", "@cn_texts.jsonl", "--out", "@out"], ["out"]),
@@ -368,3 +376,30 @@ def test_a_mutated_config_gets_one_line_naming_the_key_or_passes_the_schema(data
         assert "\n" not in message and message.split(":")[0], message
         first = message.split(":")[0].split(".")[0].split("[")[0]
         assert first in {*schema["properties"], "the config"}, message
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_mutated_config_stops_snakemake_with_a_config_error_or_plans(data):
+    """The whole check as Snakemake runs it (schema, the checks across sections, the files named), a few times:
+    each dry run takes seconds."""
+    import yaml
+
+    from conftest import REPO
+    from snakemake_runner import copy_workflow, snakemake
+
+    document = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    mutated = mutate_json_value(data, document)
+    root = Path(tempfile.mkdtemp(prefix="fuzz-config-"))
+    try:
+        copy_workflow(root)
+        (root / "config/mutated.yaml").write_text(mutated)
+        result = snakemake(root, "--dry-run", "--configfile", "config/mutated.yaml")
+        output = result.stdout + result.stderr
+        if result.returncode == 0:
+            return
+        # Snakemake shows the error as `WorkflowError in file …:` and where it was raised; the error is one line.
+        errors = [line for line in output.splitlines() if line.startswith("config error: ")]
+        assert len(errors) == 1 and "WorkflowError in file" in output and "Traceback" not in output, output[-2000:]
+    finally:
+        shutil.rmtree(root)
