@@ -84,11 +84,16 @@ def test_import_from_a_chinese_clip_lmdb(tmp_path, source):
     (b"many", "num_images b'many' is not a count"),
 ])
 def test_an_lmdb_whose_count_disagrees_with_its_images_is_refused(tmp_path, source, claimed, message):
+    entries = {str(image_id).encode(): base64.b64encode(raw) for image_id, raw in IMAGES.items()}
+    assert_lmdb_refused(tmp_path, source, {**entries, b"num_images": claimed}, message)
+
+
+def assert_lmdb_refused(tmp_path, source, entries, message):
+    """An image LMDB of these entries is refused with this message after its path, and nothing is written."""
     env = lmdb.open(str(tmp_path / "imgs"), map_size=1 << 24)
     with env.begin(write=True) as txn:
-        for image_id, raw in IMAGES.items():
-            txn.put(str(image_id).encode("utf-8"), base64.b64encode(raw))
-        txn.put(b"num_images", claimed)
+        for key, value in entries.items():
+            txn.put(key, value)
     env.close()
     with pytest.raises(ClipevalError) as error:
         import_cnclip(tmp_path / "imgs", source[1], tmp_path / "out")
@@ -103,15 +108,9 @@ def test_an_lmdb_whose_count_disagrees_with_its_images_is_refused(tmp_path, sour
     (b"99999999999999999999", "key b'99999999999999999999' is too large for an image id (ids are below 2^63)"),
 ])
 def test_an_lmdb_key_that_is_not_an_image_id_is_refused(tmp_path, source, key, message):
-    env = lmdb.open(str(tmp_path / "imgs"), map_size=1 << 24)
-    with env.begin(write=True) as txn:
-        for image_id, raw in IMAGES.items():
-            txn.put(key if image_id == 517 else str(image_id).encode(), base64.b64encode(raw))
-    env.close()
-    with pytest.raises(ClipevalError) as error:
-        import_cnclip(tmp_path / "imgs", source[1], tmp_path / "out")
-    assert str(error.value) == f"{tmp_path / 'imgs'}: {message}"
-    assert not (tmp_path / "out").exists()
+    entries = {key if image_id == 517 else str(image_id).encode(): base64.b64encode(raw)
+               for image_id, raw in IMAGES.items()}
+    assert_lmdb_refused(tmp_path, source, entries, message)
 
 
 def test_an_endless_tsv_line_is_refused_without_reading_it_whole(tmp_path, source):
