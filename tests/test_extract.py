@@ -157,11 +157,12 @@ def written_with_sidecar(tmp_path, matrix, ids=None):
 
 
 def test_the_sidecar_holds_exactly_what_parsing_the_file_gives(tmp_path, monkeypatch):
-    # Random bit patterns: every exponent, subnormals, negative zeros; orjson writes each float32 in
-    # its shortest form, and the parse must give back the same bits the sidecar holds.
+    # Random bit patterns: exponents up to 1e17 (a row's norm must stay below 1.84e19, where float32
+    # products overflow), subnormals, negative zeros; orjson writes each float32 in its shortest form,
+    # and the parse must give back the same bits the sidecar holds.
     bits = np.random.default_rng(0).integers(0, 2**32, size=(2000, 64), dtype=np.uint64).astype(np.uint32)
     matrix = bits.view(np.float32)
-    matrix[~np.isfinite(matrix)] = 1.0
+    matrix[~np.isfinite(matrix) | (np.abs(matrix) > 1e17)] = 1.0
     path = written_with_sidecar(tmp_path, matrix)
     assert sidecar_path(path).is_file()
     monkeypatch.setattr(feature_files, "_read_sidecar", lambda *args: None)
@@ -209,6 +210,8 @@ def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, spoil):
     (np.array([[1.0, 0.0], [0.0, 0.0]], dtype=np.float32), r"f\.jsonl:2: image_id 1 has a zero-norm feature"),
     (np.ones((1, 16_385), dtype=np.float32),
      r"f\.jsonl:1: image_id 0 has 16,385 feature values, more than the 16,384 clipeval reads"),
+    (np.array([[1.0, 0.0], [3e19, 1.0]], dtype=np.float32),
+     r"f\.jsonl:2: image_id 1 has a feature of norm 3e\+19, past the 1\.84e\+19 at which float32 products overflow"),
 ])
 def test_features_the_reader_would_refuse_get_no_sidecar_and_the_reader_names_the_line(tmp_path, matrix, message):
     path = written_with_sidecar(tmp_path, matrix)

@@ -13,6 +13,7 @@ print a traceback to a user fails the test with that exception.
 import contextlib
 import io
 import json
+import re
 import shutil
 import tempfile
 import warnings
@@ -134,7 +135,8 @@ def check_outcome(status, stderr, inputs: list[Path], outputs: list[Path]):
         return True
     assert status == 1
     assert stderr.count("\n") == 1 and stderr.startswith("clipeval: error: "), stderr
-    assert any(f"{path}:" in stderr or f"{path} " in stderr for path in inputs), f"no input file named: {stderr}"
+    named = [path for path in inputs if re.search(rf"(?<![\w/.-]){re.escape(str(path))}(?![\w/.-])", stderr)]
+    assert named, f"no input file named: {stderr}"
     for path in outputs:
         leftovers = [p.name for p in path.parent.iterdir()] if path.parent.exists() else []
         assert not path.exists() and not [name for name in leftovers if name.startswith(f".{path.name}")], \

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -90,7 +91,9 @@ def test_the_slurm_profile_runs_the_experiment_and_resumes_after_scancel(tmp_pat
         wrong = snakemake(workdir, "--profile", "profiles/slurm", *TEST_CLUSTER_FLAGS, env={"SBATCH_PARTITION": "nope"})
         assert wrong.returncode != 0
         assert "sbatch: error: invalid partition specified: nope" in wrong.stdout + wrong.stderr, wrong.stderr[-3000:]
-        assert not (workdir / "results").exists()
+        # Nothing computed; only the experiment's record, written before the first submission.
+        assert [p.relative_to(workdir) for p in (workdir / "results").rglob("*") if p.is_file()] == [
+            Path("results/experiments/small/experiment.json")]
 
         with open(tmp_path / "first.log", "w+") as log:
             first = subprocess.Popen(cluster_command("--retries", "0"), cwd=workdir, stdout=log,

@@ -183,8 +183,11 @@ def check_config():
 
 
 def config_files():
-    """The config files of this run, as given (the default experiment's when none is)."""
-    return [str(path) for path in workflow.config_settings.configfiles] or ["config/config.yaml"]
+    """The config files of this run (the default experiment's when none is given), relative to the working
+    directory when inside it: Snakemake hands them over as absolute paths, which would differ between copies."""
+    given = [Path(path) for path in workflow.config_settings.configfiles] or [Path("config/config.yaml")]
+    here = Path.cwd()
+    return [str(path.relative_to(here) if path.is_relative_to(here) else path) for path in given]
 
 
 def experiment_name():

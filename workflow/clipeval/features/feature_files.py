@@ -66,7 +66,8 @@ def _write_sidecar(path: Path, id_key: str, ids: np.ndarray, matrix: np.ndarray)
     round-trip through orjson's shortest form, and the checks read_features makes pass."""
     finite_and_nonzero = np.isfinite(matrix).all() and matrix.any(axis=1).all()
     unique_ids = (ids >= 0).all() and len(np.unique(ids)) == len(ids)
-    if not (finite_and_nonzero and unique_ids and matrix.shape[1] <= MAX_DIMENSION):
+    if not (finite_and_nonzero and unique_ids and matrix.shape[1] <= MAX_DIMENSION
+            and not _too_large(_norms(matrix)).any()):
         return
     arrays = ids.astype("<i8").tobytes() + matrix.astype("<f4").tobytes()
     header = {"sha256": _sha256(path), "arrays_sha256": hashlib.sha256(arrays).hexdigest(), "id_key": id_key,
@@ -153,15 +154,23 @@ def _check_numbers(id_key, ids, rows, places) -> None:
 LARGEST_NORM = float(np.sqrt(np.finfo(np.float32).max))
 
 
+def _norms(matrix):
+    return np.sqrt(np.square(matrix, dtype=np.float64).sum(axis=1))
+
+
+def _too_large(norms):
+    return norms > LARGEST_NORM
+
+
 def _check_values(id_key, ids, matrix, places) -> None:
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
         bad = int(np.argmin(finite))
         raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a NaN or infinite feature value"
                             " (or one past float32's range)")
-    norms = np.sqrt(np.square(matrix, dtype=np.float64).sum(axis=1))
-    if (norms > LARGEST_NORM).any():
-        bad = int(np.argmax(norms > LARGEST_NORM))
+    norms = _norms(matrix)
+    if _too_large(norms).any():
+        bad = int(np.argmax(_too_large(norms)))
         raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a feature of norm {norms[bad]:.3g}, past the"
                             f" {LARGEST_NORM:.3g} at which float32 products overflow")
     zero = ~matrix.any(axis=1)
