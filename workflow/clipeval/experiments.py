@@ -36,6 +36,9 @@ def read_record(path: Path) -> dict:
     missing = [key for key in ("experiment", "config_files", *SHARED_SECTIONS) if key not in record]
     if missing:
         raise ClipevalError(f"{path}: not an experiment record (no {', '.join(missing)})")
+    wrong = [key for key in SHARED_SECTIONS if not isinstance(record[key], dict)]
+    if wrong or not isinstance(record["config_files"], list):
+        raise ClipevalError(f"{path}: not an experiment record ({', '.join(wrong) or 'config_files'} of the wrong type)")
     if record["experiment"] != path.parent.name:
         raise ClipevalError(f"{path}: records experiment {record['experiment']!r}, not {path.parent.name!r}")
     return record
