@@ -209,3 +209,19 @@ def test_truncated_cifar_batch_and_bad_labels(tmp_path):
     result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
     assert result.returncode == 1 and result.stderr.startswith(f"clipeval: error: {batch}: not a readable CIFAR pickle (")
     assert not (tmp_path / "out").exists()
+
+
+def test_text_that_is_not_utf8_is_named_by_file_and_line(tmp_path):
+    """Class names in a CIFAR meta file, and template lines, in Latin-1 rather than UTF-8."""
+    pixels = np.zeros((2, 32, 32, 3), dtype=np.uint8)
+    batch = write_cifar(tmp_path / "src", "cifar10", pixels, [0, 1], ["a", "b"])
+    meta = tmp_path / "src/batches.meta"
+    meta.write_bytes(python2_pickle({b"label_names": [b"a", "café".encode("latin-1")]}))
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
+    assert (result.returncode, result.stderr) == (1, f"clipeval: error: {meta}: class name 1 is not UTF-8 text\n")
+    write_cifar(tmp_path / "src", "cifar10", pixels, [0, 1], ["a", "b"])
+    (tmp_path / "templates.txt").write_bytes("a photo of a {}.\nune photo d'un {} ô\n".encode("latin-1"))
+    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
+    assert (result.returncode, result.stderr) == (1, f"clipeval: error: {tmp_path / 'templates.txt'}:2: not UTF-8 text\n")
+    assert not (tmp_path / "out").exists()

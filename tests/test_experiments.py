@@ -106,6 +106,8 @@ def test_one_name_for_two_config_files_is_refused(tmp_path):
     (b'{"experiment": "first"}', "not an experiment record (no config_files, datasets, models, scores)"),
     (b'{"experiment": "first", "config_files": [], "datasets": [], "models": {}, "scores": 1}',
      "not an experiment record (datasets, scores of the wrong type)"),
+    (b'{"experiment": "first", "config_files": [], "datasets": {}, "models": {}, "scores": {"vit on gone": {}}}',
+     "scores 'vit on gone', but its datasets do not define 'gone' as evaluated"),
 ])
 def test_a_damaged_record_is_named(tmp_path, content, message):
     path = tmp_path / "experiments/first/experiment.json"

@@ -13,6 +13,7 @@ import csv
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
+from clipeval.reporting.summary import MAIN_METRIC
 from clipeval.storage.jsonl import read_json
 
 EXPERIMENTS_DIR = "experiments"
@@ -41,6 +42,11 @@ def read_record(path: Path) -> dict:
         raise ClipevalError(f"{path}: not an experiment record ({', '.join(wrong) or 'config_files'} of the wrong type)")
     if record["experiment"] != path.parent.name:
         raise ClipevalError(f"{path}: records experiment {record['experiment']!r}, not {path.parent.name!r}")
+    for pair in record["scores"]:
+        dataset = pair.partition(" on ")[2]
+        entry = record["datasets"].get(dataset)
+        if not isinstance(entry, dict) or entry.get("task") not in MAIN_METRIC:
+            raise ClipevalError(f"{path}: scores {pair!r}, but its datasets do not define {dataset!r} as evaluated")
     return record
 
 
@@ -129,8 +135,6 @@ def summary_rows(path: Path) -> dict:
 
 def listing(results: Path) -> list[dict]:
     """One row per experiment and scored pair, by name: its headline metric from the experiment's summary, if any."""
-    from clipeval.reporting.summary import MAIN_METRIC
-
     rows = []
     for path in sorted(Path(results).glob(f"{EXPERIMENTS_DIR}/*/{RECORD_NAME}")):
         record = read_record(path)

@@ -202,7 +202,7 @@ def experiment_record():
         "config_files": config_files(),
         "datasets": config["datasets"],
         "models": {name: model_definition(name) for name in config["models"]},
-        "scores": {f"{model} on {dataset}": scoring_settings(model, dataset) for model, dataset in evaluation_pairs()},
+        "scores": {f"{model} on {dataset}": scoring_settings(dataset) for model, dataset in evaluation_pairs()},
         "config": config,
     }
 
@@ -383,7 +383,7 @@ def model_definition(name):
     return {**model_config(name), "precision": model_precision(name), "numerics": config["numerics"]}
 
 
-def scoring_settings(model, dataset):
+def scoring_settings(dataset):
     """The settings beyond the model and dataset entries that shape a pair's predictions and scores."""
     metrics = {key: config["metrics"][key] for key in ("bootstrap", "bootstrap_seed")}
     if dataset_config(dataset)["task"] != "retrieval":
@@ -401,7 +401,7 @@ def result_config(wildcards):
         {
             "model": {"name": wildcards.model, **model},
             "dataset": {"name": wildcards.dataset, **dataset_config(wildcards.dataset)},
-            **scoring_settings(wildcards.model, wildcards.dataset),
+            **scoring_settings(wildcards.dataset),
             **({} if is_features_model(wildcards.model) else {"extract": {"precision": model_precision(wildcards.model)}}),
         },
         sort_keys=True,

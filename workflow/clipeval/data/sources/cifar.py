@@ -54,19 +54,13 @@ def cifar_classnames(meta_path, layout: str) -> list[str]:
     names = load_cifar_pickle(meta_path).get(LAYOUTS[layout][2])
     if not isinstance(names, list) or not names or not all(isinstance(n, bytes) for n in names):
         raise ClipevalError(f"{meta_path}: expected a list of class names under {LAYOUTS[layout][2]!r}")
-    try:
-        return [n.decode("utf-8").replace("_", " ") for n in names]
-    except UnicodeDecodeError:
-        index = next(i for i, n in enumerate(names) if not _is_utf8(n))
-        raise ClipevalError(f"{meta_path}: class name {index} is not UTF-8 text") from None
-
-
-def _is_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    classnames = []
+    for index, name in enumerate(names):
+        try:
+            classnames.append(name.decode("utf-8").replace("_", " "))
+        except UnicodeDecodeError:
+            raise ClipevalError(f"{meta_path}: class name {index} is not UTF-8 text") from None
+    return classnames
 
 
 def read_cifar(batch_path) -> tuple[str, np.ndarray, list[int], list[str]]:
