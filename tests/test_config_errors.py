@@ -39,7 +39,7 @@ def test_the_valid_config_has_no_error():
 
 @pytest.mark.parametrize("change, message", [
     (lambda c: c.update(extrakt={}),
-     "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics)"),
+     "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, report)"),
     (lambda c: c.update(compare={"baselin": "tiny"}), "compare: unknown key 'baselin' (allowed: baseline)"),
     (lambda c: c.pop("models"), "the config: 'models' is a required property"),
     (lambda c: c["datasets"]["flickr"].update(anotations="a.json"),
@@ -67,6 +67,8 @@ def test_the_valid_config_has_no_error():
     (lambda c: c.update(knn={"top_k": "10"}), "knn.top_k: '10' is not of type 'integer'"),
     (lambda c: c["metrics"].update(recall_at=[0]), "metrics.recall_at[0]: 0 is less than the minimum of 1"),
     (lambda c: c.update(numerics="fast"), "numerics: 'fast' is not one of ['portable', 'native']"),
+    (lambda c: c.update(report={"failure": 8}), "report: unknown key 'failure' (allowed: failures, shown, thumbnail_size)"),
+    (lambda c: c.update(report={"failures": 0}), "report.failures: 0 is less than the minimum of 1"),
 ])
 def test_each_section_names_the_entry_and_key(change, message):
     assert error_after(change) == message
