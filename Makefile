@@ -12,7 +12,7 @@ $(error FAISS must be cpu or gpu, not '$(FAISS)')
 endif
 INSTALLED := $(BIN)/.installed-$(FAISS)
 
-.PHONY: run test lint clean readme bench experiments
+.PHONY: run test lint clean readme bench experiments report
 
 # The two FAISS builds install the same `faiss` package, so switching removes both first.
 $(INSTALLED): pyproject.toml constraints.txt
@@ -33,6 +33,13 @@ test: $(INSTALLED)
 # its headline into README.md (a test compares the two).
 readme: run
 	$(BIN)/python -c 'from clipeval.reporting.summary import embed_headline; embed_headline("README.md", "results/experiments/default/summary.md")'
+
+# The experiment's report (snakemake --report), in its own folder: results/experiments/NAME/report.html.
+report: run
+	name=$$($(BIN)/python -c 'import pathlib, sys, yaml; path = sys.argv[1]; \
+	  print(yaml.safe_load(open(path)).get("experiment") or pathlib.Path(path).stem)' $(or $(CONFIG),config/config.yaml)) && \
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake $(if $(CONFIG),--configfile $(CONFIG)) \
+	  --report results/experiments/$$name/report.html
 
 # Every experiment run in this folder, each scored pair with its headline metric.
 experiments: $(INSTALLED)

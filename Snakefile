@@ -34,6 +34,12 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/classify.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/summary.smk"
+include: "workflow/rules/report.smk"
+
+
+# `snakemake --report FILE.html`: this page opens it; the figures and tables
+# are the outputs marked with report() in report.smk.
+report: "workflow/report/workflow.rst"
 
 
 # Under a cluster profile these run on the submitting node: each is seconds
@@ -44,6 +50,10 @@ localrules:
     compare_models,
     describe_model,
     describe_features_model,
+    report_tables,
+    plot_retrieval,
+    plot_classification,
+    plot_comparisons,
 
 
 # Before the first job: this experiment's record, which claims its dataset and
@@ -55,4 +65,5 @@ onstart:
 rule all:
     input:
         rules.summary.output,
+        report_files(),
     default_target: True

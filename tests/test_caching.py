@@ -18,7 +18,10 @@ def times(jobs, n):
     return {rule: count * n for rule, count in jobs.items()}
 
 
-FINISH = {"summary": 1, "all": 1}
+# After new scores of both pairs: the summary, and the report's tables, figures and failure galleries.
+FINISH = {"summary": 1, "all": 1, "report_tables": 1, "plot_retrieval": 2, "retrieval_failures": 2}
+# After new scores of one pair: the summary, the tables, and that dataset's figures and gallery.
+FINISH_ONE = {"summary": 1, "all": 1, "report_tables": 1, "plot_retrieval": 1, "retrieval_failures": 1}
 
 
 @pytest.fixture(scope="module")
@@ -93,17 +96,17 @@ MATRIX = {
     "metrics.bootstrap": (config_change(lambda c: c["metrics"].update(bootstrap=200)), {"score_retrieval": 2, **FINISH}),
     "new model": (config_change(lambda c: c["models"].update(
         copy={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"})),
-        plus(REEXTRACT_BOTH, {"compare_models": 2})),
+        plus(REEXTRACT_BOTH, {"compare_models": 2, "plot_comparisons": 2})),
     "new precomputed-features model": (add_features_model, {"describe_features_model": 1, "knn": 4, "score_retrieval": 2,
-                                                            "compare_models": 2, **FINISH}),
+                                                            "compare_models": 2, "plot_comparisons": 2, **FINISH}),
     "new dataset": (config_change(lambda c: c["datasets"].update(
         val={"format": "shapes", "task": "retrieval", "num_images": 30, "seed": 7, "first_image_id": 300000})),
-        plus({"prepare_shapes": 1}, EVALUATE_ONE_PAIR, FINISH)),
-    "dataset image content": (replace_one_image, plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH)),
+        plus({"prepare_shapes": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
+    "dataset image content": (replace_one_image, plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
     "dataset caption content": (
         lambda w: (w / "sources/cn_texts.jsonl").write_text(
             (w / "sources/cn_texts.jsonl").read_text().replace("a ", "one ", 1)),
-        plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH)),
+        plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
     "model weights (training settings)": (
         config_change(lambda c: c["models"]["tiny"]["train"].update(seed=1)), plus({"train": 1}, REEXTRACT_BOTH)),
     "model precision": (config_change(lambda c: c["models"]["tiny"].update(precision="bf16")), REEXTRACT_BOTH),
@@ -112,7 +115,12 @@ MATRIX = {
     "speed knobs": (config_change(lambda c: (c["extract"].update(batch_size=16, num_workers=2, device="cpu"),
                                              c["knn"].update(device="cpu"))), {}),
     "top-k module source": (lambda w: append_comment(w, "retrieval/topk.py"), {"knn": 4, "score_retrieval": 2, **FINISH}),
-    "summary module source": (lambda w: append_comment(w, "reporting/summary.py"), FINISH),
+    "summary module source": (lambda w: append_comment(w, "reporting/summary.py"),
+                              {"summary": 1, "report_tables": 1, "all": 1}),
+    "report settings": (config_change(lambda c: c.update(report={"failures": 3, "shown": 4, "thumbnail_size": 64})),
+                        {"retrieval_failures": 2, "all": 1}),
+    "figure module source": (lambda w: append_comment(w, "reporting/figures.py"),
+                             {"plot_retrieval": 2, "retrieval_failures": 2, "all": 1}),
     "touch without content change": (touch_without_change, {}),
 }
 

@@ -60,16 +60,19 @@ def create_named_inputs(workdir, config):
 
 EXTRACTED = {"describe_model": 1, "extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1,
              "knn": 2, "score_retrieval": 1}
+# The report of one retrieval dataset, with a gallery per model and, for two models, their forest plot.
+REPORT = {"report_tables": 1, "plot_retrieval": 1, "retrieval_failures": 1}
+REPORT_TWO = {**REPORT, "retrieval_failures": 2, "plot_comparisons": 1}
 
 
 @pytest.mark.parametrize("example, jobs", [
-    ("flickr30k-cn", {"prepare_cnclip": 1, **EXTRACTED, "summary": 1, "all": 1}),
-    ("coco-val2017", {"prepare_coco": 1, **EXTRACTED, "summary": 1, "all": 1}),
+    ("flickr30k-cn", {"prepare_cnclip": 1, **EXTRACTED, "summary": 1, "all": 1, **REPORT}),
+    ("coco-val2017", {"prepare_coco": 1, **EXTRACTED, "summary": 1, "all": 1, **REPORT}),
     ("local-checkpoint", {"prepare_karpathy": 1, **{rule: 2 * n for rule, n in EXTRACTED.items()},
-                          "compare_models": 1, "summary": 1, "all": 1}),
+                          "compare_models": 1, "summary": 1, "all": 1, **REPORT_TWO}),
     # The features model adds its description, knn, score and a comparison: nothing to extract.
     ("precomputed-features", {"prepare_cnclip": 1, **EXTRACTED, "describe_features_model": 1, "knn": 4,
-                              "score_retrieval": 2, "compare_models": 1, "summary": 1, "all": 1}),
+                              "score_retrieval": 2, "compare_models": 1, "summary": 1, "all": 1, **REPORT_TWO}),
 ])
 def test_an_example_replaces_the_default_experiment(tmp_path, example, jobs):
     from snakemake_runner import copy_workflow, planned_jobs

@@ -89,7 +89,8 @@ def experiment(tmp_path_factory):
                    "prepare_cifar": 1, "prepare_imagefolder": 1, "train": 1, "describe_model": 2,
                    "extract_text_features": 5, "extract_image_shard": 8, "gather_image_features": 8, "knn": 10,
                    "score_retrieval": 5, "encode_classes": 3, "score_classification": 3, "compare_models": 1,
-                   "summary": 1, "all": 1}
+                   "summary": 1, "all": 1, "report_tables": 1, "plot_retrieval": 4, "retrieval_failures": 5,
+                   "plot_classification": 3, "classification_failures": 3, "plot_comparisons": 1}
     return workdir
 
 
@@ -102,7 +103,18 @@ CLASSIFICATION_JOBS = {"extract_image_shard": 1, "gather_image_features": 1, "en
                        "score_classification": 1}
 # Planned because classes.json is re-written, skipped when it comes out the same: the images changed, not the classes.
 CLASSIFICATION_JOBS_RUN = {"extract_image_shard": 1, "gather_image_features": 1, "score_classification": 1}
-FINISH = {"summary": 1, "all": 1}
+FINISH = {"summary": 1, "all": 1, "report_tables": 1}
+
+
+def report(retrieval_datasets=0, retrieval_pairs=0, classification_datasets=0, compared=0):
+    """The report jobs after new scores: each dataset's figures, each pair's gallery, each comparison's plot."""
+    jobs = {"plot_retrieval": retrieval_datasets, "retrieval_failures": retrieval_pairs,
+            "plot_classification": classification_datasets, "classification_failures": classification_datasets,
+            "plot_comparisons": compared}
+    return {rule: count for rule, count in jobs.items() if count}
+
+
+CLASSIFICATION_REPORT = report(classification_datasets=1)
 
 
 def edit_file(relative, change):
@@ -129,27 +141,29 @@ def flip_cifar_label(workdir):
 ROWS = {
     "karpathy annotations": (
         edit_file("sources/dataset_flickr30k.json", lambda raw: raw.replace(b'"raw": "a ', b'"raw": "one ', 1)),
-        plus({"prepare_karpathy": 1}, retrieval_jobs(2), {"compare_models": 1}, FINISH), None),
+        plus({"prepare_karpathy": 1}, retrieval_jobs(2), {"compare_models": 1}, FINISH, report(1, 2, compared=1)),
+        None),
     "coco annotations": (
         edit_file("sources/captions_val2017.json", lambda raw: raw.replace(b'"caption": "a ', b'"caption": "one ', 1)),
-        plus({"prepare_coco": 1}, retrieval_jobs(), FINISH), None),
-    "image folder file": (replace_folder_image, plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS, FINISH),
-                          plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS_RUN, FINISH)),
+        plus({"prepare_coco": 1}, retrieval_jobs(), FINISH, report(1, 1)), None),
+    "image folder file": (replace_folder_image,
+                          plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
+                          plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS_RUN, FINISH, CLASSIFICATION_REPORT)),
     "image folder file touched": (lambda w: os.utime(sorted((w / "sources/val/circle").iterdir())[0]), {}, None),
-    "cifar batch": (flip_cifar_label, plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS, FINISH),
-                    plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS_RUN, FINISH)),
+    "cifar batch": (flip_cifar_label, plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
+                    plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS_RUN, FINISH, CLASSIFICATION_REPORT)),
     "classification dataset content": (
         lambda w: edit_config(w, lambda c: c["datasets"]["shapes-classes"].update(seed=5)),
-        plus({"prepare_shapes": 1}, CLASSIFICATION_JOBS, FINISH), None),
+        plus({"prepare_shapes": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT), None),
     "metrics.protocol": (
         lambda w: edit_config(w, lambda c: c["metrics"].update(protocol="folds-1k")),
-        {"score_retrieval": 1, **FINISH}, None),
+        {"score_retrieval": 1, **FINISH, **report(1, 1)}, None),
     "metrics.bootstrap_seed": (
         lambda w: edit_config(w, lambda c: c["metrics"].update(bootstrap_seed=1)),
-        {"score_retrieval": 5, "score_classification": 3, "compare_models": 1, **FINISH}, None),
+        {"score_retrieval": 5, "score_classification": 3, "compare_models": 1, **FINISH, **report(4, 5, 3, 1)}, None),
     "local weights file, same path": (
         lambda w: write_weights(w / "weights/local.pt", seed=1),
-        plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH), None),
+        plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH, report(1, 1, compared=1)), None),
 }
 
 
@@ -167,7 +181,8 @@ def test_a_model_arch_change_reextracts_that_model(experiment, tmp_path):
     workdir = copy_experiment(experiment, tmp_path / "experiment")
     edit_config(workdir, lambda c: c["models"]["local"].update(arch="RN50"))
     # Planned only: these weights do not fit RN50, so running would stop at describe_model.
-    assert planned_jobs(workdir) == plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH)
+    assert planned_jobs(workdir) == plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH,
+                                         report(1, 1, compared=1))
 
 
 PACKAGE_IMPORT = re.compile(r"^import time:.*\|\s+(clipeval(?:\.\w+)*)\s*$", re.M)
@@ -188,6 +203,11 @@ def rule_of_log(path, config):
         return {"classes": "encode_classes", "score": "score_classification"}[path.stem]
     if stage == "score":
         return "score_retrieval"
+    if stage == "report":  # report/{experiment}/tables.log, …/{dataset}/plots.log, …/{dataset}/{model}/failures.log
+        classification = len(parts) > 2 and config["datasets"][parts[2]]["task"] == "classification"
+        return {"tables": "report_tables", "comparisons": "plot_comparisons",
+                "plots": "plot_classification" if classification else "plot_retrieval",
+                "failures": "classification_failures" if classification else "retrieval_failures"}[path.stem]
     return {"train": "train", "knn": "knn", "compare": "compare_models", "summary": "summary"}[stage]
 
 

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plu
 # from squeue, no account), and its jobs take seconds, so status is polled often.
 TEST_CLUSTER_FLAGS = ("--slurm-status-command", "squeue", "--slurm-no-account",
                       "--slurm-init-seconds-before-status-checks", "1")
-LOCAL_RULES = {"all", "summary", "compare_models", "describe_model", "describe_features_model"}
+LOCAL_RULES = {"all", "summary", "compare_models", "describe_model", "describe_features_model", "report_tables",
+               "plot_retrieval", "plot_classification", "plot_comparisons"}
 GPU_RULES = {"extract_image_shard", "extract_text_features", "encode_classes"}
 # The user's partition, given as the README says, without editing the profile.
 USER_ENVIRONMENT = {"SBATCH_PARTITION": NAMED_PARTITION}
@@ -74,7 +75,8 @@ def assert_submitted_as_declared(runs):
         assert record["Comment"].startswith(f"rule_{rule}"), (rule, record["Comment"])
         assert record["Partition"] == NAMED_PARTITION, (rule, record["Partition"])
         assert ("gpu:1" in record.get("TresPerJob", "")) == (rule in GPU_RULES), (rule, record.get("TresPerJob"))
-    assert {rule for rule, is_local, _ in jobs if is_local} == {"all", "summary", "describe_model"}
+    assert {rule for rule, is_local, _ in jobs if is_local} == {"all", "summary", "describe_model", "report_tables",
+                                                                "plot_retrieval"}
 
 
 def result_files(workdir):

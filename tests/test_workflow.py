@@ -14,6 +14,8 @@ from conftest import REPO, run_cli
 from snakemake_runner import copy_workflow, planned_jobs, read_summary, snakemake
 
 EXTRACTION = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1}
+# An experiment's report of one model on one retrieval dataset.
+REPORT = {"report_tables": 1, "plot_retrieval": 1, "retrieval_failures": 1}
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +87,14 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "logs/classify/tiny-shapes/shapes-classes/classes.log",
         "logs/classify/tiny-shapes/shapes-classes/score.log",
         "logs/summary/default.log",
+        "results/experiments/default/report/results.html",
+        "results/experiments/default/report/provenance.html",
+        "results/experiments/default/report/shapes-test/recall-curves.png",
+        "results/experiments/default/report/shapes-test/tiny-shapes/failures-t2i.png",
+        "results/experiments/default/report/shapes-classes/class-recall.png",
+        "results/experiments/default/report/shapes-classes/tiny-shapes/confusion.png",
+        "logs/report/default/tables.log",
+        "logs/report/default/shapes-test/tiny-shapes/failures.log",
     ]
     assert [p for p in expected if not (default_run / p).exists()] == []
     assert not (default_run / "results/features/tiny-shapes/shapes-train").exists()
@@ -105,6 +115,75 @@ def test_the_readme_shows_what_a_fresh_run_prints(default_run):
     readme = headline_block((REPO / "README.md").read_text(), "README.md")
     fresh = headline_block((default_run / "results/experiments/default/summary.md").read_text(), "summary.md")
     assert readme == fresh, "README.md's numbers differ from a fresh run: run `make readme` and commit"
+
+
+def read_csv(path):
+    with open(path) as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_the_report_figures_show_the_metrics_files_numbers(default_run):
+    """Each figure's numbers (the CSV or JSON beside it) against the score stage's files."""
+    report = default_run / "results/experiments/default/report"
+    scores = default_run / "results/scores/tiny-shapes"
+    retrieval = json.loads((scores / "shapes-test/retrieval.json").read_text())
+    ranks = json.loads((scores / "shapes-test/retrieval-ranks.json").read_text())
+    curves = read_csv(report / "shapes-test/recall-curves.csv")
+    for direction in ("t2i", "i2t"):
+        curve = {int(r["k"]): float(r["recall"]) for r in curves if r["direction"] == direction}
+        assert sorted(curve) == list(range(1, 101))
+        for k in (1, 5, 10):
+            assert curve[k] == pytest.approx(retrieval[direction][f"R@{k}"], abs=1e-6)
+        assert curve[100] == pytest.approx(100 * sum(r <= 100 for r in ranks[direction]["ranks"])
+                                           / len(ranks[direction]["ranks"]), abs=1e-6)
+        bins = [r for r in read_csv(report / "shapes-test/rank-distribution.csv") if r["direction"] == direction]
+        assert sum(int(b["queries"]) for b in bins) == len(ranks[direction]["ranks"])
+        assert (bins[0]["rank_from"], bins[0]["rank_to"]) == ("1", "1")
+        assert float(bins[0]["percent"]) == pytest.approx(retrieval[direction]["R@1"], abs=1e-6)
+
+    # The worst queries are those of the highest ranks; what they retrieve is the knn stage's top-k list.
+    t2i = json.loads((report / "shapes-test/tiny-shapes/failures-t2i.json").read_text())
+    assert len(t2i) == 8
+    assert [f["rank"] for f in t2i] == sorted(ranks["t2i"]["ranks"], reverse=True)[:8]
+    predictions = {row["text_id"]: row for row in map(json.loads, open(default_run /
+                   "results/predictions/tiny-shapes/shapes-test/t2i.jsonl"))}
+    for failure in t2i:
+        listed = predictions[failure["query_id"]]
+        assert failure["retrieved"] == listed["image_ids"][:5]
+        assert failure["scores"] == pytest.approx(listed["scores"][:5], abs=1e-6)
+        assert not set(failure["positives"]) & set(failure["retrieved"])  # its rank is past the top 5
+
+    classification = json.loads((scores / "shapes-classes/classification.json").read_text())
+    recall = {r["class"]: float(r["recall"]) for r in read_csv(report / "shapes-classes/class-recall.csv")}
+    assert recall == pytest.approx({name: entry["recall"] for name, entry in classification["per_class"].items()})
+    confusion = read_csv(report / "shapes-classes/tiny-shapes/confusion.csv")
+    assert [[int(row[name]) for name in recall] for row in confusion] == classification["confusion_matrix"]
+
+
+def test_the_report_opens_in_a_real_browser(default_run):
+    """snakemake --report builds one HTML file; chromium loads it without errors and renders every figure."""
+    from browser import visit_report
+
+    result = snakemake(default_run, "--report", "results/report.html")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = default_run / "results/report.html"
+    html = report.read_text()
+    assert "http://" not in html.replace("http://www.w3.org", "")  # self-contained: nothing fetched
+
+    screenshot = default_run / "results/report-screenshot.png"
+    errors, decoded, width, table = visit_report(report, screenshot, "shapes-test", "tiny-shapes", "Results", "tables")
+    assert errors == []
+    figures = {path.split("report/", 1)[1] for path in decoded}
+    assert figures == {"shapes-test/recall-curves.png", "shapes-test/rank-distribution.png",
+                       "shapes-test/tiny-shapes/failures-t2i.png", "shapes-test/tiny-shapes/failures-i2t.png",
+                       "shapes-classes/class-recall.png", "shapes-classes/tiny-shapes/confusion.png",
+                       "shapes-classes/tiny-shapes/confused-pairs.png"}
+    assert all(width > 300 for width in decoded.values()), decoded
+    assert width == decoded["results/experiments/default/report/shapes-test/tiny-shapes/failures-i2t.png"]
+    row = read_summary(default_run)[0]
+    assert f"{float(row['t2i_R@1']):.2f} [{float(row['t2i_R@1_ci_low']):.2f}, {float(row['t2i_R@1_ci_high']):.2f}]" \
+        in table
+    assert screenshot.stat().st_size > 10_000
 
 
 def test_a_finished_run_has_nothing_to_do(default_run):
@@ -167,7 +246,10 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     assert planned_jobs(workdir) == {"describe_model": 1, "extract_text_features": 1, "extract_image_shard": 2,
                                      "gather_image_features": 2, "knn": 2, "score_retrieval": 1,
                                      "encode_classes": 1, "score_classification": 1, "compare_models": 2,
-                                     "summary": 1, "all": 1}
+                                     "summary": 1, "all": 1,
+                                     # its report sections, and the figures and tables that list every model
+                                     "retrieval_failures": 1, "classification_failures": 1, "plot_retrieval": 1,
+                                     "plot_classification": 1, "plot_comparisons": 2, "report_tables": 1}
 
     write_cnclip_files(workdir, workdir / "results/datasets/shapes-test")
     config["datasets"]["flickr-like"] = {"format": "cnclip", "task": "retrieval",
@@ -177,7 +259,9 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     assert planned_jobs(workdir) == {"prepare_cnclip": 1, "describe_model": 1, "extract_text_features": 3,
                                      "extract_image_shard": 4, "gather_image_features": 4, "knn": 6,
                                      "score_retrieval": 3, "encode_classes": 1, "score_classification": 1,
-                                     "compare_models": 3, "summary": 1, "all": 1}
+                                     "compare_models": 3, "summary": 1, "all": 1,
+                                     "retrieval_failures": 3, "classification_failures": 1, "plot_retrieval": 2,
+                                     "plot_classification": 1, "plot_comparisons": 3, "report_tables": 1}
 
     result = snakemake(workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -192,6 +276,15 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     assert {(r["dataset"], r["first"], r["second"]) for r in differences} == {
         (d, "tiny-shapes", "tiny-copy") for d in datasets}
     assert {r["difference"] for r in differences if r["difference"]} == {"0.0"}
+    # the forest plot shows the comparisons file's differences and intervals
+    comparison = json.loads((workdir / "results/experiments/default/comparisons/shapes-test.json").read_text())
+    [pair] = comparison["comparisons"]
+    forest = read_csv(workdir / "results/experiments/default/report/shapes-test/comparisons.csv")
+    assert [(r["pair"], r["metric"]) for r in forest] == [
+        ("tiny-shapes − tiny-copy", metric) for metric in ("t2i_R@1", "i2t_R@1", "mean_recall")]
+    assert [float(r["ci_low"]) for r in forest] == [pair["intervals"]["t2i"]["R@1"][0],
+                                                    pair["intervals"]["i2t"]["R@1"][0],
+                                                    pair["intervals"]["mean_recall"][0]]
 
 
 def test_another_experiments_checkpoint_is_read_not_remade(default_run, tmp_path):
@@ -206,7 +299,7 @@ def test_another_experiments_checkpoint_is_read_not_remade(default_run, tmp_path
              "extract": config["extract"]}
     (workdir / "config/other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
     assert planned_jobs(workdir, "--configfile", "config/other.yaml") == {
-        "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+        "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1, **REPORT}
 
 
 def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(default_run, tmp_path):
@@ -220,8 +313,9 @@ def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(def
               "models": config["models"]}
     (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
 
-    # The same model on the same dataset: its results are the default experiment's, computed once.
-    assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {"summary": 1, "all": 1}
+    # The same model on the same dataset: its results are the default experiment's, computed once; the
+    # summary and the report are its own.
+    assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {"summary": 1, "all": 1, **REPORT}
     assert not (workdir / "results/experiments/second").exists(), "a dry run claimed the experiment's names"
     result = snakemake(workdir, "--cores", "1", "--configfile", "config/second.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -256,7 +350,8 @@ def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(def
     second["models"] = {"tiny-3-epochs": second["models"]["tiny-shapes"]}
     (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
     assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {
-        "train": 1, "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1}
+        "train": 1, "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1,
+        **REPORT}
 
     # Another config file under a name already taken would overwrite that experiment's summary.
     (workdir / "config/copy.yaml").write_text(yaml.safe_dump({**second, "experiment": "second"}, sort_keys=False))
@@ -288,7 +383,7 @@ def test_evaluate_picks_pairs(tmp_path):
     config["evaluate"] = [{"model": "tiny-shapes", "dataset": "shapes-test"}]
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     assert planned_jobs(workdir) == {"prepare_shapes": 2, "train": 1, "describe_model": 1, **EXTRACTION, "knn": 2,
-                                     "score_retrieval": 1, "summary": 1, "all": 1}
+                                     "score_retrieval": 1, "summary": 1, "all": 1, **REPORT}
 
 
 def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):

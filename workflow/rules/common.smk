@@ -129,6 +129,17 @@ def evaluation_pairs():
     ]
 
 
+def evaluated_datasets(task):
+    """The datasets of one task that some model is evaluated on, in config order."""
+    pairs = {dataset for _, dataset in evaluation_pairs()}
+    return [name for name, entry in config["datasets"].items() if entry["task"] == task and name in pairs]
+
+
+def models_on(dataset):
+    """The models evaluated on a dataset, in config order."""
+    return [model for model, evaluated in evaluation_pairs() if evaluated == dataset]
+
+
 def compared_models():
     """{dataset: the models compared on it, in config order}: datasets with two models or more.
 
@@ -322,6 +333,24 @@ EXPERIMENT_OUTPUTS = {
     "summary_markdown": "summary.md",
     "averages": "averages.csv",
     "comparison_table": "comparisons.csv",
+    # The report's files (report.smk); each figure's numbers in the CSV or JSON beside it.
+    "results_page": "report/results.html",
+    "provenance_page": "report/provenance.html",
+    "recall_curves": "report/{dataset}/recall-curves.png",
+    "recall_curves_data": "report/{dataset}/recall-curves.csv",
+    "rank_distribution": "report/{dataset}/rank-distribution.png",
+    "rank_distribution_data": "report/{dataset}/rank-distribution.csv",
+    "class_recall": "report/{dataset}/class-recall.png",
+    "class_recall_data": "report/{dataset}/class-recall.csv",
+    "forest_plot": "report/{dataset}/comparisons.png",
+    "forest_plot_data": "report/{dataset}/comparisons.csv",
+    "t2i_failures": "report/{dataset}/{model}/failures-t2i.png",
+    "t2i_failures_data": "report/{dataset}/{model}/failures-t2i.json",
+    "i2t_failures": "report/{dataset}/{model}/failures-i2t.png",
+    "i2t_failures_data": "report/{dataset}/{model}/failures-i2t.json",
+    "confusion": "report/{dataset}/{model}/confusion.png",
+    "confusion_data": "report/{dataset}/{model}/confusion.csv",
+    "confused_pairs": "report/{dataset}/{model}/confused-pairs.png",
 }
 
 

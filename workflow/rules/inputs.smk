@@ -172,7 +172,67 @@ def comparison_files():
     return [artifact("comparisons", dataset=dataset) for dataset in compared_models()]
 
 
+def score_entries():
+    return " ".join(f"--entry {model} {dataset} {score_file(model, dataset)}" for model, dataset in evaluation_pairs())
+
+
 def summary_entries():
-    entries = [f"--entry {model} {dataset} {score_file(model, dataset)}" for model, dataset in evaluation_pairs()]
-    entries += [f"--comparison {path}" for path in comparison_files()]
-    return " ".join(entries)
+    return " ".join([score_entries()] + [f"--comparison {path}" for path in comparison_files()])
+
+
+# --- report (report.smk)
+
+
+def dataset_ranks(wildcards):
+    return [score_file(model, wildcards.dataset, "ranks") for model in models_on(wildcards.dataset)]
+
+
+def dataset_scores(wildcards):
+    return [score_file(model, wildcards.dataset) for model in models_on(wildcards.dataset)]
+
+
+def dataset_plot_entries(wildcards, input):
+    """--entry MODEL FILE per model on the dataset, in config order (the models keep their colours)."""
+    return " ".join(f"--entry {model} {path}" for model, path in zip(models_on(wildcards.dataset), input))
+
+
+def gallery_options(wildcards):
+    settings = config["report"]
+    return f"--failures {settings['failures']} --shown {settings['shown']} --thumbnail {settings['thumbnail_size']}"
+
+
+def retrieval_gallery_inputs(wildcards):
+    features = feature_files(wildcards.model, wildcards.dataset)
+    return {
+        "images": artifact("dataset_images", dataset=wildcards.dataset),
+        "texts": artifact("dataset_texts", dataset=wildcards.dataset),
+        "image_feats": features["images"],
+        "text_feats": features["texts"],
+        "ranks": score_file(wildcards.model, wildcards.dataset, "ranks"),
+    }
+
+
+def classification_gallery_inputs(wildcards):
+    features = feature_files(wildcards.model, wildcards.dataset)
+    return {
+        "images": artifact("dataset_images", dataset=wildcards.dataset),
+        "image_feats": features["images"],
+        "class_feats": features["classes"],
+        "labels": artifact("dataset_labels", dataset=wildcards.dataset),
+        "classes": artifact("dataset_classes", dataset=wildcards.dataset),
+    }
+
+
+def report_files():
+    """Every file the report shows for this experiment, for the default target."""
+    files = [artifact("results_page"), artifact("provenance_page")]
+    for dataset in evaluated_datasets("retrieval"):
+        files += [artifact("recall_curves", dataset=dataset), artifact("rank_distribution", dataset=dataset)]
+        files += [artifact(name, dataset=dataset, model=model)
+                  for model in models_on(dataset) for name in ("t2i_failures", "i2t_failures")]
+    for dataset in evaluated_datasets("classification"):
+        files.append(artifact("class_recall", dataset=dataset))
+        files += [artifact(name, dataset=dataset, model=model)
+                  for model in models_on(dataset) for name in ("confusion", "confused_pairs")]
+    files += [artifact("forest_plot", dataset=dataset) for dataset in compared_models()]
+    return files

@@ -1,0 +1,99 @@
+"""The report's numbers and choices, against brute-force computations of the same definitions."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from clipeval.reporting.failures import confused_pairs, confusion_examples, top_items, worst_queries
+from clipeval.reporting.rank_curves import rank_histogram, recall_curve
+from clipeval.reporting.tables import metric_table, results_page, CLASSIFICATION_COLUMNS
+from conftest import run_cli
+
+
+def test_recall_curve_is_the_share_of_ranks_within_k_averaged_over_folds():
+    ranks = np.array([1, 3, 3, 7, 120, 2, 2, 50])
+    folds = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    curve = recall_curve(ranks, folds, max_k=100)
+    for k in (1, 2, 3, 7, 49, 50, 100):
+        fold0 = 100 * sum(r <= k for r in [1, 3, 3, 7]) / 4
+        fold1 = 100 * sum(r <= k for r in [120, 2, 2, 50]) / 4
+        assert curve[k - 1] == pytest.approx((fold0 + fold1) / 2)
+
+
+def test_rank_histogram_bins_cover_every_query_once_up_to_the_worst_rank():
+    ranks = np.array([1, 1, 2, 3, 5, 6, 10, 11, 400])
+    assert rank_histogram(ranks, 400) == [(1, 1, 2), (2, 2, 1), (3, 5, 2), (6, 10, 2), (11, 20, 1), (21, 50, 0),
+                                          (51, 100, 0), (101, 200, 0), (201, None, 1)]
+    # another model's worse rank adds the bins it needs, empty for this one
+    assert rank_histogram(np.array([1]), 30)[-2:] == [(11, 20, 0), (21, None, 0)]
+
+
+def test_worst_queries_are_the_highest_ranks_ties_by_ascending_id():
+    query_ids = np.array([40, 10, 30, 20])
+    ranks = np.array([5, 9, 9, 1])
+    assert query_ids[worst_queries(query_ids, ranks, 3)].tolist() == [10, 30, 40]
+
+
+def test_top_items_follow_the_ranking_rule_on_ties():
+    gallery = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8]], dtype=np.float32)
+    ids, scores = top_items(np.array([1, 0], dtype=np.float32), gallery, np.array([9, 3, 4, 7]), 3)
+    assert ids.tolist() == [4, 9, 7]  # the two tied at 1.0 by ascending id
+    assert scores.tolist() == pytest.approx([1.0, 1.0, 0.6])
+
+
+def test_confused_pairs_and_examples():
+    labels = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    predicted = np.array([1, 1, 0, 0, 1, 0, 1, 2])
+    assert confused_pairs(labels, predicted, 5) == [(0, 1, 2), (1, 0, 1), (2, 0, 1), (2, 1, 1)]
+    image_ids = np.array([17, 3, 8, 1, 2, 5, 6, 7])
+    assert confusion_examples(image_ids, labels, predicted, 0, 1, 5) == [3, 17]
+    assert confused_pairs(labels, labels, 5) == []
+
+
+def test_the_best_model_of_each_dataset_is_bold_and_intervals_follow_values():
+    rows = [{"dataset": "a", "model": "m1", "top1": 50.0, "top1_ci_low": 40.0, "top1_ci_high": 60.0, "top5": 90.0,
+             "mean_per_class_recall": None},
+            {"dataset": "a", "model": "m2", "top1": 70.0, "top5": 90.0, "mean_per_class_recall": 1.0},
+            {"dataset": "b", "model": "m1", "top1": 10.0, "top5": 20.0, "mean_per_class_recall": 3.0}]
+    html = metric_table("t", rows, CLASSIFICATION_COLUMNS, "caption")
+    assert '50.00 <span class="interval">[40.00, 60.00]</span>' in html
+    # top-1 of m2 on a, and both tied top-5 values on a; nothing on b (one model) nor beside n/a
+    assert "#T_t_row0_col1, #T_t_row1_col0, #T_t_row1_col1 {\n  font-weight: bold;\n}" in html
+    assert html.count("font-weight: bold") == 1
+    assert "n/a" in html
+
+
+def test_report_commands_write_figures_and_their_numbers(tmp_path):
+    ranks = {"task": "retrieval", "protocol": "full", "folds": 1, "recall_at": [1, 5, 10],
+             "t2i": {"query_ids": [1, 2, 3, 4], "ranks": [1, 2, 30, 1], "folds": [0, 0, 0, 0]},
+             "i2t": {"query_ids": [7, 8], "ranks": [1, 4], "folds": [0, 0]}}
+    (tmp_path / "ranks.json").write_text(json.dumps(ranks))
+    result = run_cli("plot-dataset", "--dataset", "d", "--entry", "m", str(tmp_path / "ranks.json"),
+                     "--recall-curves", str(tmp_path / "curves.png"), "--rank-distribution", str(tmp_path / "ranks.png"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = list(csv.DictReader(open(tmp_path / "curves.csv")))
+    assert [(r["direction"], r["k"], r["recall"]) for r in rows if r["k"] in ("1", "30")] == [
+        ("t2i", "1", "50.0"), ("t2i", "30", "100.0"), ("i2t", "1", "50.0"), ("i2t", "30", "100.0")]
+
+    (tmp_path / "metrics.json").write_text(json.dumps({"task": "retrieval"}))
+    refused = run_cli("plot-dataset", "--dataset", "d", "--entry", "m", str(tmp_path / "metrics.json"),
+                      "--class-recall", str(tmp_path / "classes.png"))
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        f"clipeval: error: {tmp_path / 'metrics.json'}: not a classification metrics file"
+        " (score-classification writes one)"]
+    assert not (tmp_path / "classes.png").exists()
+
+
+def test_the_results_page_holds_every_pair(tmp_path):
+    metrics = {"task": "classification", "top1": 41.0, "top5": 93.0, "mean_per_class_recall": 40.0,
+               "counts": {"images": 6, "classes": 2},
+               "provenance": {"versions": {"torch": "2.14.1"}, "dataset": {"checksum": "sha256:d"},
+                              "model": {"weights": "sha256:w"}, "config": {"model": {"name": "m"}}}}
+    (tmp_path / "m.json").write_text(json.dumps(metrics))
+    page = results_page("exp", [("m", "cifar", str(tmp_path / "m.json"))])
+    assert page.startswith("<!DOCTYPE html>") and "Zero-shot classification" in page and "41.00" in page
+    assert "Image–text retrieval" not in page

@@ -1,0 +1,72 @@
+"""Which queries a model fails worst on, and what it retrieves for them (the report's failure gallery).
+
+The worst queries are those whose first correct item ranks lowest (ties by
+ascending query id); what they retrieve is ranked by the ranking rule of
+docs/ARCHITECTURE.md over the query's own gallery (its fold, under a folds
+protocol), from exact scores of the features. For classification, the most
+frequent (true class, predicted class) confusions and the images behind them.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from clipeval.retrieval.ranking_rule import exact_scores
+
+
+@dataclass(frozen=True)
+class Failure:
+    query_id: int
+    rank: int  # of the first correct item
+    positives: list[int]  # the query's correct items
+    retrieved: list[int]  # the top items, best first
+    scores: list[float]
+
+
+def worst_queries(query_ids: np.ndarray, ranks: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the `count` queries with the highest rank, ties by ascending query id."""
+    return np.lexsort((query_ids, -ranks))[:count]
+
+
+def top_items(query: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, count: int):
+    """(ids, exact scores) of the `count` best gallery items for one query vector, under the ranking rule."""
+    scores = exact_scores(query[None, :], gallery)
+    order = np.lexsort((gallery_ids, -scores))[:count]
+    return gallery_ids[order], scores[order]
+
+
+def retrieval_failures(record: dict, direction: str, queries, gallery, positives_of, gallery_ids_of_fold,
+                       count: int, shown: int) -> list[Failure]:
+    """The `count` worst queries of one direction of a ranks record.
+
+    queries, gallery: (ids, matrix) of the query and gallery side's features;
+    positives_of(query_id) -> its correct ids; gallery_ids_of_fold[f]: fold f's gallery ids.
+    """
+    query_ids = np.asarray(record[direction]["query_ids"], dtype=np.int64)
+    ranks = np.asarray(record[direction]["ranks"], dtype=np.int64)
+    folds = np.asarray(record[direction]["folds"], dtype=np.int64)
+    query_rows = {int(i): row for row, i in enumerate(queries[0].tolist())}
+    gallery_rows = {int(i): row for row, i in enumerate(gallery[0].tolist())}
+    failures = []
+    for index in worst_queries(query_ids, ranks, count):
+        query_id = int(query_ids[index])
+        fold_ids = gallery_ids_of_fold[int(folds[index])]
+        rows = np.array([gallery_rows[int(i)] for i in fold_ids], dtype=np.int64)
+        ids, scores = top_items(queries[1][query_rows[query_id]], gallery[1][rows], fold_ids, shown)
+        failures.append(Failure(query_id, int(ranks[index]), sorted(int(i) for i in positives_of(query_id)),
+                                ids.tolist(), scores.tolist()))
+    return failures
+
+
+def confused_pairs(labels: np.ndarray, predicted: np.ndarray, count: int) -> list[tuple[int, int, int]]:
+    """The `count` most frequent (true, predicted, images) with true != predicted, ties by class indices."""
+    wrong = labels != predicted
+    pairs, counts = np.unique(np.column_stack([labels[wrong], predicted[wrong]]), axis=0, return_counts=True)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0], -counts))[:count]
+    return [(int(pairs[i, 0]), int(pairs[i, 1]), int(counts[i])) for i in order]
+
+
+def confusion_examples(image_ids: np.ndarray, labels: np.ndarray, predicted: np.ndarray, true: int, guess: int,
+                       count: int) -> list[int]:
+    """The lowest `count` image ids of class `true` classified as `guess`."""
+    return np.sort(image_ids[(labels == true) & (predicted == guess)])[:count].tolist()

@@ -1,0 +1,45 @@
+"""The report's forest plot: one dataset's paired comparisons, each difference with its 95% interval."""
+
+import numpy as np
+
+from clipeval.reporting import figures
+from clipeval.reporting.summary import comparison_rows
+
+# The paired differences shown, per task: (metric column, label).
+FOREST_METRICS = {
+    "retrieval": (("t2i_R@1", "text→image R@1"), ("i2t_R@1", "image→text R@1"), ("mean_recall", "mean recall")),
+    "classification": (("top1", "top-1"), ("top5", "top-5"), ("mean_per_class_recall", "mean per-class recall")),
+}
+
+
+def plot_forest(dataset: str, comparisons: list[dict], task: str, path) -> None:
+    """Each pair's difference (first − second) per headline metric, with its paired 95% interval."""
+    metrics = FOREST_METRICS[task]
+    pairs = [f"{c['models'][0]} − {c['models'][1]}" for c in comparisons]
+    figure, axes = figures.new_figure(4 * len(metrics), 1.4 + 0.5 * len(pairs), 1, len(metrics), sharey=True)
+    rows = []
+    by_pair = [{row["metric"]: row for row in comparison_rows(c, dataset)} for c in comparisons]
+    for axis, (column, label) in zip(axes[0], metrics):
+        for position, (pair, values) in enumerate(zip(pairs, by_pair)):
+            row = values[column]
+            difference = row["difference"]
+            if difference is None:
+                continue
+            low, high = row["ci_low"], row["ci_high"]
+            colour = figures.CORRECT if low is not None and low > 0 else figures.WRONG if high is not None and high < 0 \
+                else "#404040"
+            if low is not None:
+                axis.errorbar(difference, position, xerr=[[difference - low], [high - difference]], fmt="o",
+                              color=colour, capsize=4, markersize=6)
+            else:
+                axis.plot(difference, position, "o", color=colour)
+            rows.append([pair, column, difference, "" if low is None else low, "" if high is None else high])
+        axis.axvline(0, color="black", linewidth=1)
+        axis.set_title(label)
+        axis.set_xlabel("difference (percentage points)")
+    axes[0][0].set_yticks(np.arange(len(pairs)), labels=pairs)
+    axes[0][0].invert_yaxis()
+    figure.suptitle(f"{dataset}: paired differences, 95% intervals", fontweight="bold")
+    figure.tight_layout()
+    figures.save_figure(figure, path)
+    figures.write_csv(figures.data_path(path), ["pair", "metric", "difference", "ci_low", "ci_high"], rows)

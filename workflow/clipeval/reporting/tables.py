@@ -1,0 +1,128 @@
+"""The report's tables as HTML pages (pandas renders them): results with intervals, averages, provenance.
+
+Each table gets a fixed id (pandas would draw a random one), so the same results give the same bytes.
+
+The results table groups its columns by direction, one row per dataset and
+model, the best value of each dataset in bold; intervals follow each value.
+"""
+
+import html
+import json
+
+import pandas as pd
+
+from clipeval.reporting.summary import average_rows, summary_row
+from clipeval.storage.jsonl import read_json
+
+RETRIEVAL_COLUMNS = (
+    [(direction, label, f"{key}_{metric}", higher)
+     for key, direction in (("t2i", "text → image"), ("i2t", "image → text"))
+     for label, metric, higher in (("R@1", "R@1", True), ("R@5", "R@5", True), ("R@10", "R@10", True),
+                                   ("median rank", "median_rank", False))]
+    + [("both", "Rsum", "rsum", True), ("both", "mean recall", "mean_recall", True)]
+)
+CLASSIFICATION_COLUMNS = [("", "top-1", "top1", True), ("", "top-5", "top5", True),
+                          ("", "mean per-class recall", "mean_per_class_recall", True)]
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin-bottom: 2em; font-size: 14px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th { background: #f2f2f2; text-align: center; }
+td.config { text-align: left; white-space: pre-wrap; font-family: monospace; font-size: 12px; }
+caption { caption-side: top; text-align: left; font-weight: bold; font-size: 16px; padding-bottom: 6px; }
+.interval { color: #666; font-size: 12px; }
+"""
+
+
+def _cell(row: dict, key: str) -> str:
+    value = row.get(key)
+    if value is None:
+        return "n/a"
+    text = f"{value:.2f}"
+    if row.get(f"{key}_ci_low") is not None:
+        text += f' <span class="interval">[{row[key + "_ci_low"]:.2f}, {row[key + "_ci_high"]:.2f}]</span>'
+    return text
+
+
+def _best(rows: list[dict], key: str, higher: bool) -> set[int]:
+    """Positions of the best value of each dataset (all of them on a tie), when a dataset has two models or more."""
+    best = set()
+    datasets = {row["dataset"] for row in rows}
+    for dataset in datasets:
+        members = [(i, row[key]) for i, row in enumerate(rows) if row["dataset"] == dataset and row.get(key) is not None]
+        if len(members) > 1:
+            target = (max if higher else min)(value for _, value in members)
+            best |= {i for i, value in members if value == target}
+    return best
+
+
+def metric_table(name: str, rows: list[dict], columns, caption: str) -> str:
+    """One task's rows as an HTML table: (dataset, model) rows, grouped metric columns, best in bold."""
+    index = pd.MultiIndex.from_tuples([(row["dataset"], row["model"]) for row in rows], names=["dataset", "model"])
+    header = pd.MultiIndex.from_tuples([(group, label) for group, label, _, _ in columns])
+    cells = pd.DataFrame([[_cell(row, key) for _, _, key, _ in columns] for row in rows], index=index, columns=header)
+    bold = pd.DataFrame("", index=index, columns=header)
+    for position, (_, _, key, higher) in enumerate(columns):
+        for row_index in _best(rows, key, higher):
+            bold.iat[row_index, position] = "font-weight: bold"
+    styled = cells.style.apply(lambda _: bold, axis=None).set_caption(caption).set_uuid(name)
+    return styled.to_html(escape=False)
+
+
+def plain_table(name: str, records: list[dict], caption: str, index: list[str], left: tuple = ()) -> str:
+    frame = pd.DataFrame(records).set_index(index)
+    styled = frame.style.set_caption(caption).format(precision=2, na_rep="n/a").set_uuid(name)
+    if left:
+        styled = styled.set_td_classes(pd.DataFrame(
+            [["config" if column in left else "" for column in frame.columns] for _ in range(len(frame))],
+            index=frame.index, columns=frame.columns))
+    return styled.to_html()
+
+
+def page(title: str, sections: list[str]) -> str:
+    body = "\n".join(sections)
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
+            f"<style>{STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def results_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
+    """entries: (model, dataset, metrics json path) in config order."""
+    rows = [summary_row(model, dataset, read_json(path)) for model, dataset, path in entries]
+    sections = [f"<h1>{html.escape(experiment)}: results</h1>",
+                "<p>Percentages, 95% bootstrap intervals in brackets where computed; ranks are 1-based. "
+                "Bold: the best model on a dataset.</p>"]
+    retrieval = [row for row in rows if row["task"] == "retrieval"]
+    classification = [row for row in rows if row["task"] == "classification"]
+    if retrieval:
+        sections.append(metric_table("retrieval", retrieval, RETRIEVAL_COLUMNS, "Image–text retrieval"))
+    if classification:
+        sections.append(metric_table("classification", classification, CLASSIFICATION_COLUMNS, "Zero-shot classification"))
+    averages = [{"model": a["model"], "task": a["task"], "metric": a["metric"].replace("_", " "),
+                 "datasets": a["datasets"], "average": a["average"]} for a in average_rows(rows)]
+    sections.append(plain_table("averages", averages, "Average over datasets (each task's headline metric)", ["model", "task"]))
+    return page(f"{experiment}: results", sections)
+
+
+def provenance_row(model: str, dataset: str, metrics: dict) -> dict:
+    provenance = metrics.get("provenance") or {}
+    model_meta = provenance.get("model") or {}
+    dataset_meta = provenance.get("dataset") or {}
+    versions = provenance.get("versions") or {}
+    return {
+        "model": model,
+        "dataset": dataset,
+        "weights sha256": model_meta.get("weights") or "(precomputed features)",
+        "dataset checksum": dataset_meta.get("checksum", "n/a"),
+        "libraries": "\n".join(f"{name} {version}" for name, version in sorted(versions.items())),
+        "config": json.dumps(provenance.get("config"), indent=1, sort_keys=True),
+    }
+
+
+def provenance_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
+    """For every number: the library versions, weights and data checksums, and the config that made it."""
+    rows = [provenance_row(model, dataset, read_json(path)) for model, dataset, path in entries]
+    sections = [f"<h1>{html.escape(experiment)}: provenance</h1>",
+                "<p>What produced each (model, dataset) result, as recorded in its metrics file.</p>",
+                plain_table("provenance", rows, "Provenance of every result", ["model", "dataset"],
+                            left=("weights sha256", "dataset checksum", "libraries", "config"))]
+    return page(f"{experiment}: provenance", sections)

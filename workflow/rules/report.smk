@@ -1,0 +1,191 @@
+# report: what `snakemake --report` gathers into one HTML file, each
+# experiment's own under results/experiments/NAME/report/: the results and
+# provenance tables, each dataset's figures over all models, and each
+# (model, dataset)'s failure gallery. A new model or dataset adds its own
+# figures; only the per-dataset figures and tables that list it re-run.
+
+
+rule report_tables:
+    input:
+        score_files(),
+    output:
+        results=report(
+            experiment_artifact("results_page"),
+            caption="../report/results.rst",
+            category="Results",
+            subcategory="tables",
+            labels={"table": "models × datasets"},
+        ),
+        provenance=report(
+            experiment_artifact("provenance_page"),
+            caption="../report/provenance.rst",
+            category="Results",
+            subcategory="provenance",
+            labels={"table": "every result's provenance"},
+        ),
+    params:
+        experiment=experiment_name(),
+        entries=score_entries(),
+        code=code_fingerprint("report-tables"),
+    log:
+        f"logs/report/{experiment_name()}/tables.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval report-tables --experiment {params.experiment} {params.entries}"
+        " --results {output.results} --provenance {output.provenance} > {log} 2>&1"
+
+
+rule plot_retrieval:
+    input:
+        dataset_ranks,
+    output:
+        curves=report(
+            experiment_artifact("recall_curves"),
+            caption="../report/recall_curves.rst",
+            category="{dataset}",
+            subcategory="all models",
+            labels={"figure": "recall@K curves"},
+        ),
+        curve_data=experiment_artifact("recall_curves_data"),
+        ranks=report(
+            experiment_artifact("rank_distribution"),
+            caption="../report/rank_distribution.rst",
+            category="{dataset}",
+            subcategory="all models",
+            labels={"figure": "rank of the first correct item"},
+        ),
+        rank_data=experiment_artifact("rank_distribution_data"),
+    wildcard_constraints:
+        dataset=names_matching(evaluated_datasets("retrieval")),
+    params:
+        entries=dataset_plot_entries,
+        code=code_fingerprint("plot-dataset"),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/plots.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval plot-dataset --dataset {wildcards.dataset} {params.entries}"
+        " --recall-curves {output.curves} --rank-distribution {output.ranks} > {log} 2>&1"
+
+
+rule plot_classification:
+    input:
+        dataset_scores,
+    output:
+        recall=report(
+            experiment_artifact("class_recall"),
+            caption="../report/class_recall.rst",
+            category="{dataset}",
+            subcategory="all models",
+            labels={"figure": "recall per class"},
+        ),
+        recall_data=experiment_artifact("class_recall_data"),
+    wildcard_constraints:
+        dataset=names_matching(evaluated_datasets("classification")),
+    params:
+        entries=dataset_plot_entries,
+        code=code_fingerprint("plot-dataset"),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/plots.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval plot-dataset --dataset {wildcards.dataset} {params.entries}"
+        " --class-recall {output.recall} > {log} 2>&1"
+
+
+rule plot_comparisons:
+    input:
+        experiment_artifact("comparisons"),
+    output:
+        forest=report(
+            experiment_artifact("forest_plot"),
+            caption="../report/forest_plot.rst",
+            category="{dataset}",
+            subcategory="all models",
+            labels={"figure": "paired comparisons"},
+        ),
+        forest_data=experiment_artifact("forest_plot_data"),
+    wildcard_constraints:
+        dataset=names_matching(compared_models()),
+    params:
+        code=code_fingerprint("plot-comparisons"),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/comparisons.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval plot-comparisons {input} --output {output.forest} > {log} 2>&1"
+
+
+rule retrieval_failures:
+    input:
+        unpack(retrieval_gallery_inputs),
+    output:
+        t2i=report(
+            experiment_artifact("t2i_failures"),
+            caption="../report/t2i_failures.rst",
+            category="{dataset}",
+            subcategory="{model}",
+            labels={"figure": "worst text → image queries"},
+        ),
+        t2i_shown=experiment_artifact("t2i_failures_data"),
+        i2t=report(
+            experiment_artifact("i2t_failures"),
+            caption="../report/i2t_failures.rst",
+            category="{dataset}",
+            subcategory="{model}",
+            labels={"figure": "worst image → text queries"},
+        ),
+        i2t_shown=experiment_artifact("i2t_failures_data"),
+    wildcard_constraints:
+        dataset=names_matching(evaluated_datasets("retrieval")),
+    params:
+        gallery=gallery_options,
+        code=code_fingerprint("failure-gallery"),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval failure-gallery --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
+        " --images {input.images} --image-feats {input.image_feats} --texts {input.texts}"
+        " --text-feats {input.text_feats} --ranks {input.ranks}"
+        " --t2i-output {output.t2i} --i2t-output {output.i2t} > {log} 2>&1"
+
+
+rule classification_failures:
+    input:
+        unpack(classification_gallery_inputs),
+    output:
+        confusion=report(
+            experiment_artifact("confusion"),
+            caption="../report/confusion.rst",
+            category="{dataset}",
+            subcategory="{model}",
+            labels={"figure": "confusion matrix"},
+        ),
+        confusion_data=experiment_artifact("confusion_data"),
+        pairs=report(
+            experiment_artifact("confused_pairs"),
+            caption="../report/confused_pairs.rst",
+            category="{dataset}",
+            subcategory="{model}",
+            labels={"figure": "most confused classes"},
+        ),
+    wildcard_constraints:
+        dataset=names_matching(evaluated_datasets("classification")),
+    params:
+        gallery=gallery_options,
+        code=code_fingerprint("failure-gallery"),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
+    conda:
+        ENV_FILE
+    shell:
+        "python -m clipeval failure-gallery --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
+        " --images {input.images} --image-feats {input.image_feats} --class-feats {input.class_feats}"
+        " --labels {input.labels} --classes {input.classes}"
+        " --confusion-output {output.confusion} --pairs-output {output.pairs} > {log} 2>&1"
