@@ -5,6 +5,8 @@ import shutil
 import subprocess
 
 CHROMIUM = "/usr/bin/chromium"
+# What a self-contained page may load besides its own file: what it carries inline.
+INLINE_SCHEMES = {"data", "blob", "about"}
 
 
 def ensure_chromium() -> str:
@@ -40,8 +42,8 @@ def open_first_result(page, category, subcategory):
 def visit_report(report_path, screenshot_path, category, subcategory, table_category, table_subcategory):
     """Open the report; show one figure and one table through its menus as a reader would.
 
-    Returns (errors the page logged, {image result: decoded width}, the shown figure's width, the shown
-    table page's text).
+    Returns (errors the page logged, the URLs it requested beyond the report file and inline data,
+    {image result: decoded width}, the shown figure's width, the shown table page's text).
     """
     from playwright.sync_api import sync_playwright
 
@@ -52,20 +54,24 @@ def visit_report(report_path, screenshot_path, category, subcategory, table_cate
             errors = []
             page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
             page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(report_path.resolve().as_uri())
+            fetched = []
+            own_url = report_path.resolve().as_uri()
+            page.on("request", lambda request: None if request.url == own_url
+                    or request.url.split(":", 1)[0] in INLINE_SCHEMES else fetched.append(request.url))
+            page.goto(own_url)
             page.wait_for_load_state("networkidle")
             decoded = page.evaluate(DECODE_IMAGES)
 
             open_first_result(page, table_category, table_subcategory)
             table_text = page.frame_locator("iframe").locator("body").inner_text()
 
-            page.goto(report_path.resolve().as_uri())
+            page.goto(own_url)
             page.wait_for_load_state("networkidle")
             open_first_result(page, category, subcategory)
             figure = page.locator("img").last
             figure.wait_for()
             width = figure.evaluate("image => image.complete ? image.naturalWidth : 0")
             page.screenshot(path=str(screenshot_path), full_page=True)
-            return errors, decoded, width, table_text
+            return errors, fetched, decoded, width, table_text
         finally:
             browser.close()
