@@ -106,15 +106,16 @@ CLASSIFICATION_JOBS_RUN = {"extract_image_shard": 1, "gather_image_features": 1,
 FINISH = {"summary": 1, "all": 1, "report_tables": 1}
 
 
-def report(retrieval_datasets=0, retrieval_pairs=0, classification_datasets=0, compared=0):
-    """The report jobs after new scores: each dataset's figures, each pair's gallery, each comparison's plot."""
+def report(retrieval_datasets=0, retrieval_pairs=0, classification_datasets=0, classification_pairs=0, compared=0):
+    """The report jobs after new scores or features: each dataset's figures, each (model, dataset) pair's
+    gallery, each comparison's plot. A classification gallery reads features, not scores."""
     jobs = {"plot_retrieval": retrieval_datasets, "retrieval_failures": retrieval_pairs,
-            "plot_classification": classification_datasets, "classification_failures": classification_datasets,
+            "plot_classification": classification_datasets, "classification_failures": classification_pairs,
             "plot_comparisons": compared}
     return {rule: count for rule, count in jobs.items() if count}
 
 
-CLASSIFICATION_REPORT = report(classification_datasets=1)
+CLASSIFICATION_REPORT = report(classification_datasets=1, classification_pairs=1)
 
 
 def edit_file(relative, change):
@@ -160,7 +161,7 @@ ROWS = {
         {"score_retrieval": 1, **FINISH, **report(1, 1)}, None),
     "metrics.bootstrap_seed": (
         lambda w: edit_config(w, lambda c: c["metrics"].update(bootstrap_seed=1)),
-        {"score_retrieval": 5, "score_classification": 3, "compare_models": 1, **FINISH, **report(4, 5, 3, 1)}, None),
+        {"score_retrieval": 5, "score_classification": 3, "compare_models": 1, **FINISH, **report(4, 5, 3, compared=1)}, None),
     "local weights file, same path": (
         lambda w: write_weights(w / "weights/local.pt", seed=1),
         plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH, report(1, 1, compared=1)), None),
@@ -204,7 +205,7 @@ def rule_of_log(path, config):
     if stage == "score":
         return "score_retrieval"
     if stage == "report":  # report/{experiment}/tables.log, …/{dataset}/plots.log, …/{dataset}/{model}/failures.log
-        classification = len(parts) > 2 and config["datasets"][parts[2]]["task"] == "classification"
+        classification = len(parts) > 3 and config["datasets"][parts[2]]["task"] == "classification"
         return {"tables": "report_tables", "comparisons": "plot_comparisons",
                 "plots": "plot_classification" if classification else "plot_retrieval",
                 "failures": "classification_failures" if classification else "retrieval_failures"}[path.stem]

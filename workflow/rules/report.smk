@@ -144,13 +144,13 @@ rule retrieval_failures:
         dataset=names_matching(evaluated_datasets("retrieval")),
     params:
         gallery=gallery_options,
-        code=code_fingerprint("failure-gallery"),
+        code=code_fingerprint("retrieval-failures"),
     log:
         f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
     conda:
         ENV_FILE
     shell:
-        "python -m clipeval failure-gallery --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
+        "python -m clipeval retrieval-failures --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
         " --images {input.images} --image-feats {input.image_feats} --texts {input.texts}"
         " --text-feats {input.text_feats} --ranks {input.ranks}"
         " --t2i-output {output.t2i} --i2t-output {output.i2t} > {log} 2>&1"
@@ -179,13 +179,13 @@ rule classification_failures:
         dataset=names_matching(evaluated_datasets("classification")),
     params:
         gallery=gallery_options,
-        code=code_fingerprint("failure-gallery"),
+        code=code_fingerprint("classification-failures"),
     log:
         f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
     conda:
         ENV_FILE
     shell:
-        "python -m clipeval failure-gallery --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
+        "python -m clipeval classification-failures --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
         " --images {input.images} --image-feats {input.image_feats} --class-feats {input.class_feats}"
         " --labels {input.labels} --classes {input.classes}"
         " --confusion-output {output.confusion} --pairs-output {output.pairs} > {log} 2>&1"

@@ -53,31 +53,6 @@ def load_labels(path, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ids, dtype=np.int64)[order], np.array(labels, dtype=np.int64)[order]
 
 
-@dataclass(frozen=True)
-class ClassificationInputs:
-    spec: ClassSpec
-    image_ids: np.ndarray
-    images: np.ndarray  # image features, one row per image id
-    classes: np.ndarray  # class embeddings, one row per class in index order
-    labels: np.ndarray  # each image's class index, in image feature order
-
-
-def load_classification_inputs(classes_path, labels_path, image_feats, class_feats) -> ClassificationInputs:
-    """A classification dataset's classes and labels with a model's image and class features, checked
-    against each other (every problem names its file)."""
-    from clipeval.features.feature_files import check_same_dimension, read_features
-
-    spec = load_classes(classes_path)
-    label_ids, labels = load_labels(labels_path, len(spec.classnames))
-    image_ids, images = read_features(image_feats, "image_id")
-    class_ids, classes = read_features(class_feats, "class_id")
-    if class_ids.tolist() != list(range(len(spec.classnames))):
-        raise ClipevalError(f"{class_feats}: expected class_id 0 to {len(spec.classnames) - 1} in order")
-    check_same_dimension(image_feats, images, class_feats, classes)
-    truth = align_labels(image_ids, label_ids, labels, image_feats)
-    return ClassificationInputs(spec, image_ids, images, classes, truth)
-
-
 def prompts_for(spec: ClassSpec) -> list[str]:
     """Every class name in every template, class by class."""
     return [template.format(name) for name in spec.classnames for template in spec.templates]

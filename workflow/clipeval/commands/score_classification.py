@@ -15,7 +15,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    from clipeval.classification.metrics import load_classification_inputs, score_classification
+    from clipeval.classification.inputs import load_classification_inputs
+    from clipeval.classification.metrics import score_classification
     from clipeval.commands._options import write_scores
     from clipeval.reporting.provenance import result_provenance
 
