@@ -88,6 +88,27 @@ def test_report_commands_write_figures_and_their_numbers(tmp_path):
     assert not (tmp_path / "classes.png").exists()
 
 
+
+def test_the_gallery_commands_refuse_bad_counts_and_the_wrong_ranks_record(shapes_dataset, tmp_path):
+    outputs = {"--t2i-output": tmp_path / "t2i.png", "--i2t-output": tmp_path / "i2t.png"}
+
+    def gallery(ranks, *counts):
+        return run_cli("retrieval-failures", "--title", "m on d", "--images", shapes_dataset / "images.lmdb",
+                       "--image-feats", tmp_path / "images.jsonl", "--texts", shapes_dataset / "texts.jsonl",
+                       "--text-feats", tmp_path / "texts.jsonl", "--ranks", ranks, *counts,
+                       *[str(item) for pair in outputs.items() for item in pair])
+
+    (tmp_path / "ranks.json").write_text(json.dumps({"task": "classification", "num_classes": 2, "image_ids": [10, 11],
+                                                   "labels": [0, 1], "ranks": [1, 2]}))
+    for option in ("--failures", "--shown", "--thumbnail"):
+        refused = gallery(tmp_path / "ranks.json", option, "0")
+        assert (refused.returncode, refused.stderr.strip().splitlines()) == (
+            1, [f"clipeval: error: {option} must be at least 1"])
+    refused = gallery(tmp_path / "ranks.json")
+    assert (refused.returncode, refused.stderr.strip().splitlines()) == (
+        1, [f"clipeval: error: {tmp_path / 'ranks.json'}: a classification ranks record, not retrieval"])
+    assert not [path for path in outputs.values() if path.exists()]
+
 def test_the_results_page_holds_every_pair(tmp_path):
     metrics = {"task": "classification", "top1": 41.0, "top5": 93.0, "mean_per_class_recall": 40.0,
                "counts": {"images": 6, "classes": 2},
