@@ -107,6 +107,25 @@ def test_the_gallery_commands_refuse_bad_counts_and_the_wrong_ranks_record(shape
     refused = gallery(tmp_path / "ranks.json")
     assert (refused.returncode, refused.stderr.strip().splitlines()) == (
         1, [f"clipeval: error: {tmp_path / 'ranks.json'}: a classification ranks record, not retrieval"])
+
+    # A ranks record of other features than those given: its query has none here.
+    from clipeval.data.captions import load_captions
+
+    captions = load_captions(shapes_dataset / "texts.jsonl")
+    image_ids = sorted({int(i) for ids in captions.image_ids for i in ids})
+    with open(tmp_path / "images.jsonl", "w") as handle:
+        handle.writelines(json.dumps({"image_id": i, "feature": [1.0, 0.0]}) + "\n" for i in image_ids)
+    with open(tmp_path / "texts.jsonl", "w") as handle:
+        handle.writelines(json.dumps({"text_id": int(i), "feature": [0.0, 1.0]}) + "\n"
+                          for i in captions.text_ids.tolist())
+    record = {"task": "retrieval", "protocol": "full", "folds": 1, "recall_at": [1],
+              "t2i": {"query_ids": [999999], "ranks": [3], "folds": [0]},
+              "i2t": {"query_ids": image_ids[:1], "ranks": [2], "folds": [0]}}
+    (tmp_path / "other.json").write_text(json.dumps(record))
+    refused = gallery(tmp_path / "other.json")
+    assert (refused.returncode, refused.stderr.strip().splitlines()) == (
+        1, [f"clipeval: error: {tmp_path / 'other.json'}: t2i query id 999999 has no features in"
+            f" {tmp_path / 'texts.jsonl'}"])
     assert not [path for path in outputs.values() if path.exists()]
 
 def test_the_results_page_holds_every_pair(tmp_path):

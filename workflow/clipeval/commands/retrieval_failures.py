@@ -37,6 +37,10 @@ def run(args):
     captions = load_captions(args.texts)
     images = read_features(args.image_feats, "image_id")
     texts = read_features(args.text_feats, "text_id")
+    for direction, (ids, _), path in (("t2i", texts, args.text_feats), ("i2t", images, args.image_feats)):
+        missing = set(record[direction]["query_ids"]) - set(ids.tolist())
+        if missing:
+            raise ClipevalError(f"{args.ranks}: {direction} query id {min(missing)} has no features in {path}")
     folds = split_folds(captions, args.texts, FeatureSet(args.image_feats, *images),
                         PROTOCOL_FOLD_SIZES[record["protocol"]])
     text_of = dict(zip(captions.text_ids.tolist(), captions.texts))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clipeval.retrieval.ranking_rule import exact_scores
+from clipeval.retrieval.ranking_rule import exact_scores, order_pairs_by_ranking_rule
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def worst_queries(query_ids: np.ndarray, ranks: np.ndarray, count: int) -> np.nd
 def top_items(query: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, count: int):
     """(ids, exact scores) of the `count` best gallery items for one query vector, under the ranking rule."""
     scores = exact_scores(query[None, :], gallery)
-    order = np.lexsort((gallery_ids, -scores))[:count]
+    order = order_pairs_by_ranking_rule(np.zeros(len(scores), dtype=np.int64), scores, gallery_ids)[:count]
     return gallery_ids[order], scores[order]
 
 
