@@ -10,7 +10,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
 
 from clipeval.storage.atomic import atomic_output  # noqa: E402
 
@@ -45,30 +44,6 @@ def save_figure(figure, path) -> None:
     with atomic_output(path) as temporary:
         figure.savefig(temporary, format="png", dpi=DPI, metadata={"Software": None})
     plt.close(figure)
-
-
-def image_cell(axis, image, title: str = "", frame: str | None = None, title_colour="black") -> None:
-    """One thumbnail in a grid cell: no ticks, an optional coloured frame and a small title."""
-    axis.imshow(np.asarray(image))
-    axis.set_xticks([])
-    axis.set_yticks([])
-    axis.grid(False)
-    for spine in axis.spines.values():
-        spine.set_visible(frame is not None)
-        if frame is not None:
-            spine.set_edgecolor(frame)
-            spine.set_linewidth(4)
-    if title:
-        axis.set_title(title, fontsize=9, color=title_colour)
-
-
-def text_cell(axis, lines: list[tuple[str, str]], fontsize: float = 9) -> None:
-    """Lines of (text, colour) in an empty grid cell, top to bottom."""
-    axis.set_axis_off()
-    step = 1.0 / max(len(lines), 1)
-    for row, (text, colour) in enumerate(lines):
-        axis.text(0.0, 1.0 - row * step, text, va="top", ha="left", fontsize=fontsize, color=colour,
-                  transform=axis.transAxes, wrap=True)
 
 
 def write_csv(path, header: list[str], rows: list[list]) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from clipeval.reporting import figures
 from clipeval.reporting.failures import Failure
+from clipeval.reporting.sheet import Sheet
 
 TEXT_WIDTH = 38  # characters per line of a caption
 
@@ -33,56 +34,52 @@ def _wrap(text: str, lines: int = 4, width: int = TEXT_WIDTH) -> str:
     return "\n".join(textwrap.wrap(text, width, max_lines=lines, placeholder=" …"))
 
 
+# Gallery geometry, in inches.
+CELL = 1.7  # a thumbnail's square
+GAP = 0.3  # between cells, room for a thumbnail's title
+TEXT_COLUMN = 3.4  # a query's caption beside its pictures
+ROW = CELL + GAP + 0.1
+
+
 def plot_text_to_image(title: str, failures: list[Failure], captions: dict[int, str], thumbnails, path) -> None:
     """Per failure: the caption, its correct image, and the images retrieved for it, correct ones framed."""
-    shown = max(len(f.retrieved) for f in failures) if failures else 1
-    figure, axes = figures.new_figure(2.0 * (shown + 2.6), 2.1 * max(len(failures), 1), max(len(failures), 1),
-                                      shown + 2, gridspec_kw={"width_ratios": [2.6, 1] + [1] * shown})
+    shown = max([len(f.retrieved) for f in failures] + [1])
+    sheet = Sheet(TEXT_COLUMN + (shown + 1) * (CELL + GAP), ROW * max(len(failures), 1), title)
     for row, failure in enumerate(failures):
-        cells = axes[row]
-        figures.text_cell(cells[0], [(_wrap(captions[failure.query_id]), "black"),
-                                     (f"text_id {failure.query_id}", "#555555"),
-                                     (f"correct image at rank {failure.rank}", figures.WRONG)])
+        top = row * ROW + GAP
+        sheet.lines(0.15, top, [(_wrap(captions[failure.query_id]), "black"),
+                                (f"text_id {failure.query_id}", "#555555"),
+                                (f"correct image at rank {failure.rank}", figures.WRONG)])
         correct = failure.positives[0]
-        figures.image_cell(cells[1], thumbnails(correct), f"correct: {correct}", frame=figures.CORRECT)
+        sheet.image(TEXT_COLUMN, top, CELL, thumbnails(correct), f"correct: {correct}", frame=figures.CORRECT)
         for column, (image_id, score) in enumerate(zip(failure.retrieved, failure.scores)):
             hit = image_id in failure.positives
-            figures.image_cell(cells[2 + column], thumbnails(image_id), f"#{column + 1}  {score:.3f}",
-                               frame=figures.CORRECT if hit else None,
-                               title_colour=figures.CORRECT if hit else "black")
-        for cell in cells[2 + len(failure.retrieved):]:
-            cell.set_axis_off()
-    if not failures:
-        axes[0][0].set_axis_off()
-    figure.suptitle(title, fontweight="bold")
-    figure.tight_layout()
-    figures.save_figure(figure, path)
+            sheet.image(TEXT_COLUMN + (column + 1) * (CELL + GAP), top, CELL, thumbnails(image_id),
+                        f"#{column + 1}  {score:.3f}", frame=figures.CORRECT if hit else None,
+                        title_colour=figures.CORRECT if hit else "black")
+    sheet.save(path)
 
 
 def plot_image_to_text(title: str, failures: list[Failure], captions: dict[int, str],
                        captions_of_image: dict[int, list[int]], thumbnails, path) -> None:
     """Per failure: the image, its own captions, and the captions retrieved for it, correct ones in green."""
-    shown = max(len(f.retrieved) for f in failures) if failures else 1
-    rows = max(len(failures), 1)
-    figure, axes = figures.new_figure(15, 0.35 * max(shown, 5) * rows + 0.8, rows, 3,
-                                      gridspec_kw={"width_ratios": [1, 3, 4]})
+    shown = max([len(f.retrieved) for f in failures] + [1])
+    title_room = 2 * GAP  # the image's title has two lines
+    row_height = max(CELL + title_room + 0.1, 0.22 * (shown + 1) + title_room)
+    own_left, retrieved_left = CELL + 0.6, CELL + 5.8
+    sheet = Sheet(15, row_height * max(len(failures), 1), title)
     for row, failure in enumerate(failures):
-        cells = axes[row]
-        figures.image_cell(cells[0], thumbnails(failure.query_id),
-                           f"image {failure.query_id}\nfirst correct at rank {failure.rank}", title_colour=figures.WRONG)
+        top = row * row_height + title_room
+        sheet.image(0.2, top, CELL, thumbnails(failure.query_id),
+                    f"image {failure.query_id}\nfirst correct at rank {failure.rank}", title_colour=figures.WRONG)
         own = captions_of_image[failure.query_id][:5]
-        figures.text_cell(cells[1], [("its captions:", "#555555")] +
-                          [(f"• {_wrap(captions[text_id], 1, 60)}", figures.CORRECT) for text_id in own])
-        figures.text_cell(cells[2], [("retrieved:", "#555555")] + [
+        sheet.lines(own_left, top, [("its captions:", "#555555")] +
+                    [(f"• {_wrap(captions[text_id], 1, 60)}", figures.CORRECT) for text_id in own])
+        sheet.lines(retrieved_left, top, [("retrieved:", "#555555")] + [
             (f"#{place + 1}  {score:.3f}  {_wrap(captions[text_id], 1, 70)}",
              figures.CORRECT if text_id in failure.positives else "black")
             for place, (text_id, score) in enumerate(zip(failure.retrieved, failure.scores))])
-    if not failures:
-        for cell in axes[0]:
-            cell.set_axis_off()
-    figure.suptitle(title, fontweight="bold")
-    figure.tight_layout()
-    figures.save_figure(figure, path)
+    sheet.save(path)
 
 
 def plot_confusion(title: str, confusion: np.ndarray, classnames: list[str], path) -> None:
@@ -116,22 +113,15 @@ def plot_confused_pairs(title: str, pairs: list[tuple[int, int, int]], examples:
                         classnames: list[str], support: np.ndarray, thumbnails, path) -> None:
     """Per confused pair: which class was taken for which, how often, and example images."""
     shown = max([len(e) for e in examples] + [1])
-    rows = max(len(pairs), 1)
-    figure, axes = figures.new_figure(2.0 * (shown + 2), 2.0 * rows, rows, shown + 1,
-                                      gridspec_kw={"width_ratios": [2] + [1] * shown})
+    text_column = 3.0
+    sheet = Sheet(text_column + shown * (CELL + GAP), ROW * max(len(pairs), 1), title)
     for row, ((true, guess, count), ids) in enumerate(zip(pairs, examples)):
-        cells = axes[row]
-        figures.text_cell(cells[0], [(f"true: {classnames[true]}", figures.CORRECT),
-                                     (f"predicted: {classnames[guess]}", figures.WRONG),
-                                     (f"{count} of {int(support[true])} images", "black")], fontsize=10)
+        top = row * ROW + GAP
+        sheet.lines(0.15, top, [(f"true: {classnames[true]}", figures.CORRECT),
+                                (f"predicted: {classnames[guess]}", figures.WRONG),
+                                (f"{count} of {int(support[true])} images", "black")], fontsize=10)
         for column, image_id in enumerate(ids):
-            figures.image_cell(cells[1 + column], thumbnails(image_id), f"image {image_id}")
-        for cell in cells[1 + len(ids):]:
-            cell.set_axis_off()
+            sheet.image(text_column + column * (CELL + GAP), top, CELL, thumbnails(image_id), f"image {image_id}")
     if not pairs:
-        for cell in axes[0]:
-            cell.set_axis_off()
-        axes[0][0].text(0, 0.5, "no image was misclassified", transform=axes[0][0].transAxes)
-    figure.suptitle(title, fontweight="bold")
-    figure.tight_layout()
-    figures.save_figure(figure, path)
+        sheet.lines(0.15, GAP, [("no image was misclassified", "black")], fontsize=10)
+    sheet.save(path)
