@@ -40,9 +40,17 @@ def planned_jobs(workdir, *args, env=None):
     return job_counts(result.stdout + result.stderr)
 
 
+# Cores the tests' runs give Snakemake. Training, extraction and knn jobs
+# reserve two threads each, so with two cores they would run one at a time;
+# in the tests' small experiments such a job spends most of its seconds
+# starting up (importing torch and open_clip) on one core, and two of them
+# side by side finish sooner. Results do not depend on it (test_reproducibility).
+JOB_CORES = "4"
+
+
 def run_jobs(workdir, *args, env=None):
     """Run the workflow; return {rule: count} of the jobs it ran."""
-    result = snakemake(workdir, "--cores", "2", *args, env=env)
+    result = snakemake(workdir, "--cores", JOB_CORES, *args, env=env)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     return job_counts(result.stdout + result.stderr)
 

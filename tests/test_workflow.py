@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import REPO, run_cli
-from snakemake_runner import copy_workflow, planned_jobs, read_summary, snakemake
+from snakemake_runner import JOB_CORES, copy_workflow, planned_jobs, read_summary, snakemake
 
 EXTRACTION = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1}
 # An experiment's report of one model on one retrieval dataset.
@@ -265,7 +265,7 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
                                      "retrieval_failures": 3, "classification_failures": 1, "plot_retrieval": 2,
                                      "plot_classification": 1, "plot_comparisons": 3, "report_tables": 1}
 
-    result = snakemake(workdir, "--cores", "2")
+    result = snakemake(workdir, "--cores", JOB_CORES)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = read_summary(workdir)
     datasets = ["shapes-test", "shapes-classes", "flickr-like"]
