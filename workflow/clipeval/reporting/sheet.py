@@ -2,8 +2,10 @@
 
 The failure galleries are grids of many small pictures and captions. Drawn as
 one matplotlib axes per cell with tight_layout, a gallery took seconds to
-build, lay out and draw, mostly spent on the cells' axes machinery; placed
-on one axes spanning the figure, the same content draws several times faster.
+build, lay out and draw, mostly spent on the cells' axes machinery. Placed
+on one axes spanning the figure, the same content draws in much less: a
+retrieval gallery job of the tests' small experiment went from about 2.5 to
+1.6 CPU seconds, Python's and matplotlib's start-up included.
 Coordinates are inches from the top-left corner.
 """
 
