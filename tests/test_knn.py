@@ -173,14 +173,54 @@ def test_order_does_not_depend_on_how_faiss_breaks_ties():
     assert shuffled.tolist() == expected.tolist() == [[0, 10, 11, 12, 13]]
 
 
-def test_auto_times_both_searches_on_the_first_block_and_keeps_the_faster():
+class ClockedSearch:
+    """A search that records the sizes of the blocks it is handed and advances `clock` by
+    `seconds_per_query` for each query, so auto's timing sees exactly those costs."""
+
+    def __init__(self, search, clock, seconds_per_query, rows_per_block):
+        self.search, self.clock = search, clock
+        self.seconds_per_query, self.rows_per_block = seconds_per_query, rows_per_block
+        self.name = search.name
+        self.blocks = []
+
+    def candidates(self, queries, k, margin):
+        self.blocks.append(len(queries))
+        self.clock[0] += self.seconds_per_query * len(queries)
+        return self.search.candidates(queries, k, margin)
+
+
+# 100 queries: numpy is timed on its block of 7, FAISS on its block of 30, and the one kept takes the other 63.
+@pytest.mark.parametrize("faiss_seconds, kept, blocks", [
+    (0.5, "faiss", {"numpy": [7], "faiss": [30, 30, 30, 3]}),
+    (2.0, "numpy", {"numpy": [7] * 10, "faiss": [30]}),
+])
+def test_auto_times_each_search_on_its_own_block_and_keeps_the_faster_per_query(monkeypatch, faiss_seconds, kept,
+                                                                                blocks):
+    rng = np.random.default_rng(3)
+    gallery, gallery_ids = gallery_with_duplicates(rng, 300, 16, 30)
+    queries = unit_rows(rng, 100, 16)
+    searcher = cpu_searcher(gallery, "auto")
+    clock = [0.0]
+    monkeypatch.setattr(topk.time, "perf_counter", lambda: clock[0])
+    numpy_search, faiss_search = searcher.searches
+    clocked = [ClockedSearch(numpy_search, clock, 1.0, 7), ClockedSearch(faiss_search, clock, faiss_seconds, 30)]
+    searcher.searches, searcher.untimed = clocked, list(clocked)
+    ids, scores = top_k(queries, gallery, gallery_ids, 10, searcher)
+    assert searcher.seconds_per_query == {"numpy": 1.0, "faiss": faiss_seconds}
+    assert searcher.chosen.name == kept and not searcher.uses_gpu
+    assert {search.name: search.blocks for search in clocked} == blocks
+    expected_ids, expected_scores = ranking_rule_top_k(queries, gallery, gallery_ids, 10)
+    assert np.array_equal(ids, expected_ids) and np.array_equal(scores, expected_scores)
+
+
+def test_auto_on_real_searches_names_the_faster_per_query():
     rng = np.random.default_rng(3)
     gallery = unit_rows(rng, 300, 16)
     searcher = cpu_searcher(gallery, "auto")
+    assert [search.name for search in searcher.searches] == ["numpy", "faiss"]
     top_k(unit_rows(rng, 40, 16), gallery, np.arange(300), 10, searcher)
-    assert set(searcher.timings) == {"numpy", "faiss"}
-    assert searcher.chosen.name == min(searcher.timings, key=searcher.timings.get)
-    assert not searcher.uses_gpu
+    # 40 queries fit in numpy's first block, so FAISS is never run
+    assert list(searcher.seconds_per_query) == ["numpy"] and searcher.chosen.name == "numpy"
 
 
 @pytest.mark.parametrize("search", SEARCH_NAMES)

@@ -33,6 +33,6 @@ def run(args):
     ids, scores = top_k(queries, gallery, gallery_ids, args.top_k, searcher)
     write_jsonl(args.output, prediction_rows(query_ids, ids, scores, direction))
     where = "GPU" if searcher.uses_gpu else "CPU"
-    timed = "".join(f", {name} {seconds:.3f} s" for name, seconds in searcher.timings.items())
+    timed = ", ".join(f"{name} {seconds * 1000:.3f}" for name, seconds in searcher.seconds_per_query.items())
     print(f"{args.direction}: top-{ids.shape[1]} for {len(query_ids)} queries over {len(gallery_ids)} items"
-          f" ({searcher.chosen.name} search on the {where}{' (first block: ' + timed[2:] + ')' if timed else ''})")
+          f" ({searcher.chosen.name} search on the {where}{f'; ms per query: {timed}' if timed else ''})")
