@@ -12,6 +12,7 @@ feature files from elsewhere) the jsonl is parsed.
 
 import hashlib
 import itertools
+import os
 from pathlib import Path
 
 import numpy as np
@@ -83,16 +84,19 @@ def _read_sidecar(path: Path, id_key: str):
             if handle.readline() != _SIDECAR_MAGIC:
                 return None
             header = orjson.loads(handle.readline())
-            arrays = handle.read()
+            # Read into a bytearray, so the arrays below are writable views of it rather than copies.
+            arrays = bytearray(os.fstat(handle.fileno()).st_size - handle.tell())
+            if handle.readinto(arrays) != len(arrays):
+                return None
         count, dimension = int(header["count"]), int(header["dimension"])
         if (header["id_key"] != id_key or len(arrays) != count * (8 + 4 * dimension)
                 or hashlib.sha256(arrays).hexdigest() != header["arrays_sha256"] or _sha256(path) != header["sha256"]):
             return None
     except (OSError, ValueError, KeyError, TypeError):  # orjson's decode error is a ValueError
         return None
-    ids = np.frombuffer(arrays, dtype="<i8", count=count).astype(np.int64)
-    matrix = np.frombuffer(arrays, dtype="<f4", offset=8 * count).reshape(count, dimension).astype(np.float32)
-    return ids, matrix
+    ids = np.frombuffer(arrays, dtype="<i8", count=count).astype(np.int64, copy=False)
+    matrix = np.frombuffer(arrays, dtype="<f4", offset=8 * count).reshape(count, dimension)
+    return ids, matrix.astype(np.float32, copy=False)
 
 
 # The most values a feature vector may have: CLIP embeddings have 512 to
