@@ -3,7 +3,10 @@
 For each shape: the plain product of the same shape (numpy, the floor), the
 FAISS flat search alone, `top_k` in process with each search, and the whole
 `clipeval make-topk-predictions` process from feature files, with its peak
-memory. Ratios are to the floor measured in the same run.
+memory. Ratios are to the floor measured in the same run. Then, at COCO-5K,
+the numpy search's top_k split into its parts, and FAISS's time per query by
+the number of queries in one call (why `auto` times each search on its own
+block).
 """
 
 import argparse
@@ -53,6 +56,45 @@ def shape_rows(shape, directions, workdir):
     return rows
 
 
+def ranking_rule_parts(shape):
+    """The numpy search's top_k, text→image, split into its parts, each timed alone over all blocks."""
+    from clipeval.retrieval.ranking_rule import order_pairs_by_ranking_rule, score_tolerance
+    from clipeval.retrieval.topk import MatmulSearch, pair_scores_in_threads
+
+    n_texts, n_images = SHAPES[shape]
+    images, queries = retrieval_features(n_texts, n_images)
+    search = MatmulSearch(images)
+    margin = 2.0 * score_tolerance(queries, images)
+    blocks = [queries[start:start + search.rows_per_block] for start in range(0, len(queries), search.rows_per_block)]
+    found = [search.candidates(block, TOP_K, margin) for block in blocks]
+    exact = [pair_scores_in_threads(block, images, rows, columns) for block, (rows, columns) in zip(blocks, found)]
+    floor = best_seconds(lambda: [block @ images.T for block in blocks])
+    parts = {
+        "float32 product, block by block (floor)": floor,
+        "candidates (product included)": best_seconds(
+            lambda: [search.candidates(block, TOP_K, margin) for block in blocks]),
+        "float64 rescoring of the candidates": best_seconds(
+            lambda: [pair_scores_in_threads(block, images, rows, columns)
+                     for block, (rows, columns) in zip(blocks, found)]),
+        "ordering by the ranking rule": best_seconds(
+            lambda: [order_pairs_by_ranking_rule(rows, scores, columns) for (rows, columns), scores in zip(found, exact)]),
+    }
+    pairs = sum(len(rows) for rows, _ in found)
+    label = f"{shape} t2i ({len(queries):,} × {len(images):,}; {pairs / len(queries):.2f} candidates a query)"
+    return [[label, what, f"{seconds:.3f}", f"{seconds / floor:.2f}"] for what, seconds in parts.items()]
+
+
+def faiss_call_sizes(gallery_size=100_000, sizes=(100, 249, 250, 1000, 5000)):
+    """FAISS's CPU flat search, milliseconds per query, by the number of queries in one call."""
+    from clipeval.retrieval.topk import FaissSearch
+
+    images, texts = retrieval_features(max(sizes), gallery_size)
+    search = FaissSearch(images, "cpu")
+    search.search(texts[:max(sizes)], TOP_K)  # warm up its threads
+    return [[f"{size:,} × {gallery_size:,}", f"{1000 * best_seconds(lambda: search.search(texts[:size], TOP_K)) / size:.3f}"]
+            for size in sizes]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
@@ -63,6 +105,12 @@ def main(argv=None):
             directions = ("t2i",) if shape == "gallery-100k" else ("t2i", "i2t")
             rows += shape_rows(shape, directions, Path(workdir))
     print_table(f"knn, top-{TOP_K}, CPU", ["shape", "what", "seconds", "× floor", "peak MiB"], rows)
+    if "coco-5k" in args.shapes:
+        print_table(f"knn, top-{TOP_K}, numpy search: the ranking rule's parts", ["shape", "part", "seconds",
+                                                                                  "× floor"],
+                    ranking_rule_parts("coco-5k"))
+    print_table(f"FAISS flat search (CPU, top-{TOP_K}) by queries per call", ["queries × gallery", "ms per query"],
+                faiss_call_sizes())
 
 
 if __name__ == "__main__":
