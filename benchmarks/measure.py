@@ -59,13 +59,14 @@ def clipeval_command(*args):
     return [sys.executable, "-m", "clipeval", *map(str, args)]
 
 
-def retrieval_features(queries, gallery, seed=0):
+def retrieval_features(queries, gallery, seed=0, noise=1.5):
     """Unit float32 features shaped like a retrieval benchmark: caption i describes image
-    i // CAPTIONS_PER_IMAGE, near it; one caption in fifty repeats another exactly (real ties)."""
+    i // CAPTIONS_PER_IMAGE, near it (the more `noise`, the farther); one caption in fifty repeats another
+    exactly (real ties)."""
     rng = np.random.default_rng(seed)
     images = rng.standard_normal((gallery, DIMENSION), dtype=np.float32)
     owners = np.arange(queries) // CAPTIONS_PER_IMAGE % gallery
-    texts = images[owners] + 1.5 * rng.standard_normal((queries, DIMENSION), dtype=np.float32)
+    texts = images[owners] + noise * rng.standard_normal((queries, DIMENSION), dtype=np.float32)
     repeated = texts[1::50]
     repeated[:] = texts[::50][: len(repeated)]
     images /= np.linalg.norm(images, axis=1, keepdims=True)

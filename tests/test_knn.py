@@ -13,6 +13,7 @@ from clipeval.devices import gpu_number
 from clipeval.retrieval import topk
 from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_scores
 from clipeval.retrieval.topk import FaissSearch, Searcher, pair_scores_in_threads, prediction_rows, top_k
+from near_ties import near_duplicates, unit_rows
 
 
 def reference_top_k(queries, gallery, gallery_ids, k):
@@ -24,11 +25,6 @@ def reference_top_k(queries, gallery, gallery_ids, k):
         scored.sort(key=lambda pair: (-pair[0], pair[1]))
         result.append([i for _, i in scored[:k]])
     return result
-
-
-def unit_rows(rng, n, d):
-    rows = rng.normal(size=(n, d)).astype(np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 SEARCH_NAMES = ("numpy", "faiss", "auto")
@@ -100,16 +96,6 @@ def test_both_searches_give_the_ranking_rule_s_top_k_on_larger_galleries(n_galle
         ids, scores = top_k(queries, gallery, gallery_ids, k, cpu_searcher(gallery, search))
         assert np.array_equal(ids, expected_ids), search
         assert np.array_equal(scores, expected_scores), search  # the same bits, not merely close
-
-
-def near_duplicates(rng, base, copies):
-    """Copies of `base` with a few components moved by one float32 step: their exact scores against
-    `base` differ by less than float32 scores can tell apart."""
-    gallery = np.repeat(base[None], copies, axis=0)
-    for row in gallery:
-        where = rng.integers(0, len(base), 4)
-        row[where] = np.nextafter(row[where], np.where(rng.random(4) < 0.5, -1, 1).astype(np.float32))
-    return gallery
 
 
 @pytest.mark.parametrize("search", ["numpy", "faiss"])

@@ -14,8 +14,12 @@ from hypothesis import strategies as st
 
 from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
+from clipeval.retrieval import ranks as ranks_module
 from clipeval.retrieval.metrics import FeatureSet, score_retrieval
+from clipeval.retrieval.ranking_rule import exact_scores
+from clipeval.retrieval.ranks import first_positive_ranks
 from clipeval.statistics.comparison import compare_models
+from near_ties import near_duplicates, unit_rows
 
 
 def captions_from(pairs):
@@ -239,6 +243,46 @@ print(bool((ranks == expected).all()))
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True"]
     assert peak < 400 << 20
+
+
+def exact_reference_ranks(queries, gallery, gallery_ids, owner, positive_rows):
+    """Rank of each query's best positive by lexsorting whole rows of exact float64 scores."""
+    scores = exact_scores(queries[:, None, :], gallery[None, :, :])
+    order = np.lexsort((np.broadcast_to(gallery_ids, scores.shape), -scores), axis=1)
+    places = np.argsort(order, axis=1)  # places[q, row]: 0-based place of gallery row in query q's ranking
+    return np.array([1 + places[q, positive_rows[owner == q]].min() for q in range(len(queries))])
+
+
+@pytest.mark.parametrize("tiles", ["one tile", "tiles of 37 columns and 5 rows"])
+def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, tiles):
+    """Hundreds of gallery items score within float32's resolution of the positives: only the exactly
+    scored band ranks them right, in one tile and across row and column tiles."""
+    if tiles != "one tile":
+        monkeypatch.setattr(ranks_module, "_TILE_COLUMNS", 37)
+        monkeypatch.setattr(ranks_module, "_BUDGET_BYTES", 37 * 5 * 4)
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        base = unit_rows(rng, 1, 48)[0]
+        gallery = np.concatenate([near_duplicates(rng, base, 300), np.repeat(base[None], 5, axis=0),
+                                  unit_rows(rng, 200, 48)])
+        gallery_ids = rng.permutation(10 * len(gallery))[:len(gallery)].astype(np.int64)
+        queries = np.concatenate([base[None], near_duplicates(rng, base, 6), unit_rows(rng, 4, 48)])
+        owner = np.repeat(np.arange(len(queries)), 2)
+        positive_rows = rng.integers(0, 305, len(owner))  # near or exact copies of the base
+        ranks = first_positive_ranks(queries, gallery, gallery_ids, owner, gallery_ids[positive_rows])
+        expected = exact_reference_ranks(queries, gallery, gallery_ids, owner, positive_rows)
+        assert np.array_equal(ranks, expected), seed
+
+
+def test_a_tie_alone_in_another_tile_than_the_positive_is_scored_exactly(monkeypatch):
+    """A tile whose band holds one item is skipped only when that item is the positive itself."""
+    monkeypatch.setattr(ranks_module, "_TILE_COLUMNS", 37)
+    rng = np.random.default_rng(0)
+    gallery = unit_rows(rng, 100, 48)
+    gallery[40] = gallery[3]  # an exact copy of the positive, in the next tile, at the same place in it
+    gallery_ids = np.arange(100, dtype=np.int64)[::-1].copy()  # the copy has the lower id: it ranks first
+    ranks = first_positive_ranks(gallery[3:4], gallery, gallery_ids, np.array([0]), gallery_ids[[3]])
+    assert ranks.tolist() == [2]
 
 
 def test_gallery_smaller_than_k_counts_every_query_found():

@@ -16,7 +16,9 @@ import numpy as np
 from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import DIRECTIONS, IMAGE_TO_TEXT, TEXT_TO_IMAGE
-from clipeval.retrieval.ground_truth import image_to_text_truth, queries_with_positive, text_to_image_truth
+from clipeval.retrieval.ground_truth import (
+    caption_pairs, image_to_text_truth, queries_with_positive, text_to_image_truth,
+)
 from clipeval.retrieval.predictions import aligned_predictions
 from clipeval.retrieval.ranks import first_positive_ranks
 from clipeval.retrieval.recall import (
@@ -37,6 +39,12 @@ class FeatureSet:
         order = np.argsort(self.ids, kind="stable")
         return order[np.searchsorted(self.ids[order], ids)]
 
+    def matrix_for(self, ids: np.ndarray) -> np.ndarray:
+        """The rows of `ids`, in that order; the matrix itself, not a copy, when it is already in that order."""
+        if len(ids) == len(self.ids) and np.array_equal(ids, self.ids):
+            return self.matrix
+        return self.matrix[self.rows_of(ids)]
+
 
 def check_coverage(captions: Captions, texts_path, images: FeatureSet, texts: FeatureSet) -> None:
     """Text features match the captions one to one; every described image has a feature."""
@@ -47,11 +55,12 @@ def check_coverage(captions: Captions, texts_path, images: FeatureSet, texts: Fe
     extra = ~np.isin(texts.ids, captions.text_ids)
     if extra.any():
         raise ClipevalError(f"{texts.path}: text_id {texts.ids[np.argmax(extra)]} is not in {texts_path}")
-    for text_id, image_ids in zip(captions.text_ids.tolist(), captions.image_ids):
-        absent = ~np.isin(image_ids, images.ids)
-        if absent.any():
-            raise ClipevalError(f"{images.path}: no feature for image_id {image_ids[np.argmax(absent)]},"
-                                f" which text_id {text_id} describes")
+    pair_texts, pair_images = caption_pairs(captions)
+    absent = ~np.isin(pair_images, images.ids)
+    if absent.any():
+        first = int(np.argmax(absent))
+        raise ClipevalError(f"{images.path}: no feature for image_id {pair_images[first]},"
+                            f" which text_id {pair_texts[first]} describes")
 
 
 def subset_captions(captions: Captions, keep: np.ndarray) -> Captions:
@@ -95,7 +104,7 @@ def direction_ranks(direction, fold_images, fold_captions, images, texts, texts_
     full_truth = truth
     kept, truth = queries_with_positive(truth, query_name, texts_path, allow)
     ranks = first_positive_ranks(
-        queries.matrix[queries.rows_of(truth.query_ids)], gallery.matrix[gallery.rows_of(gallery_ids)],
+        queries.matrix_for(truth.query_ids), gallery.matrix_for(gallery_ids),
         gallery_ids, truth.owner, truth.positive_ids,
     )
     if predictions is not None:

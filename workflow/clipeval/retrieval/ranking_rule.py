@@ -19,9 +19,14 @@ def exact_scores(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     return (left.astype(np.float64) * right.astype(np.float64)).sum(axis=-1)
 
 
+def _largest_squared_norm(matrix: np.ndarray) -> float:
+    # einsum sums row by row; np.linalg.norm would first square a copy of the whole matrix.
+    return float(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64).max(initial=0.0))
+
+
 def score_tolerance(queries: np.ndarray, gallery: np.ndarray) -> float:
     """A bound on the error of a float32 dot product relative to the exact one."""
-    largest = float(np.linalg.norm(queries, axis=1).max() * np.linalg.norm(gallery, axis=1).max())
+    largest = float(np.sqrt(_largest_squared_norm(queries) * _largest_squared_norm(gallery)))
     return 2.0 * queries.shape[1] * np.finfo(np.float32).eps * largest
 
 

@@ -1,0 +1,125 @@
+"""`clipeval score-retrieval` against the float32 product it cannot avoid, up to 100k images × 500k captions.
+
+Scoring ranks every query's first positive over the whole gallery, both
+ways, so each direction computes the captions × images product once: the
+floor is twice that product, computed as numpy does it in the same bounded
+memory (64 MiB tiles of float32 scores; see ranks.py for the tile shape).
+On the larger shapes the floor is timed on the first tiles of captions and
+scaled to all of them: every tile has the same shape, and timing the whole
+product would double the benchmark's time.
+
+Each shape has five captions per image. The whole process runs as the
+workflow's score rule runs it (1000 bootstrap replicates, ranks record
+written), with top-k predictions to check at COCO-5K (made by
+`make-topk-predictions` first; at the larger shapes they would take as long
+as the scoring). The bootstrap is also timed alone, in process, on the
+ranks the command wrote. Peak memory is the command's own, next to the size
+of the two feature matrices it has to hold.
+"""
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from measure import CAPTIONS_PER_IMAGE, best_seconds, clipeval_command, print_table, retrieval_features, run_command
+
+REPLICATES = 1000
+# (captions, images); the README's retrieval benchmarks and a sweep up to the 100k × 500k target.
+SHAPES = {
+    "coco-5k": (25_000, 5_000),
+    "gallery-10k": (50_000, 10_000),
+    "gallery-25k": (125_000, 25_000),
+    "gallery-50k": (250_000, 50_000),
+    "gallery-100k": (500_000, 100_000),
+}
+# Farther from their images than the knn benchmark's captions: R@1 well below 100, as on real data.
+NOISE = 5.0
+FLOOR_ROW_TILES = 8
+
+
+def write_captions(path, n_texts, n_images):
+    with open(path, "wb") as handle:
+        for text_id in range(n_texts):
+            image_id = text_id // CAPTIONS_PER_IMAGE % n_images
+            handle.write(orjson.dumps({"text_id": text_id, "text": f"caption {text_id}", "image_ids": [image_id]}))
+            handle.write(b"\n")
+
+
+def product_floor(texts, images):
+    """Seconds for texts × images in the ranks' tiles (scaled from the first row tiles when there are more)."""
+    from clipeval.retrieval import ranks
+
+    tile_columns = min(len(images), ranks._TILE_COLUMNS)
+    tile_rows = max(1, min(len(texts), ranks._BUDGET_BYTES // (4 * tile_columns)))
+    sample = texts[:tile_rows * FLOOR_ROW_TILES]
+    buffer = np.empty(tile_rows * tile_columns, dtype=np.float32)
+
+    def product():
+        for start in range(0, len(sample), tile_rows):
+            rows = sample[start:start + tile_rows]
+            for column in range(0, len(images), tile_columns):
+                block = images[column:column + tile_columns]
+                np.matmul(rows, block.T, out=buffer[:len(rows) * len(block)].reshape(len(rows), len(block)))
+
+    return best_seconds(product, repeats=1 if len(sample) < len(texts) else 3) * len(texts) / len(sample)
+
+
+def bootstrap_seconds(ranks_path):
+    from clipeval.retrieval.metrics import rank_samples, retrieval_statistic
+    from clipeval.statistics.bootstrap import percentile_intervals
+
+    record = orjson.loads(Path(ranks_path).read_bytes())
+    samples = rank_samples(record)
+    return best_seconds(lambda: percentile_intervals(retrieval_statistic(record["recall_at"]), samples, REPLICATES, 0),
+                        repeats=1)
+
+
+def shape_row(shape, workdir):
+    from clipeval.features.feature_files import write_features
+
+    n_texts, n_images = SHAPES[shape]
+    images, texts = retrieval_features(n_texts, n_images, noise=NOISE)
+    write_features(workdir / "images.jsonl", "image_id", np.arange(n_images), images)
+    write_features(workdir / "text-features.jsonl", "text_id", np.arange(n_texts), texts)
+    write_captions(workdir / "texts.jsonl", n_texts, n_images)
+    floor = 2 * product_floor(texts, images)
+    features_mib = (images.nbytes + texts.nbytes) / 2**20
+    del images, texts
+    features = ["--image-feats", workdir / "images.jsonl", "--text-feats", workdir / "text-features.jsonl"]
+    checked = shape == "coco-5k"
+    predictions = []
+    if checked:
+        for direction in ("t2i", "i2t"):
+            run_command(clipeval_command("make-topk-predictions", *features, "--top-k", 10, "--direction", direction,
+                                         "--device", "cpu", "--output", workdir / f"{direction}.jsonl"), repeats=1)
+            predictions += [f"--{direction}", workdir / f"{direction}.jsonl"]
+    seconds, peak = run_command(clipeval_command(
+        "score-retrieval", "--texts", workdir / "texts.jsonl", *features, *predictions, "--protocol", "full",
+        "--recall-at", 1, 5, 10, "--bootstrap", REPLICATES, "--seed", 0, "--ranks-output", workdir / "ranks.json",
+        "--output", workdir / "scores.json"), repeats=3 if n_texts <= 25_000 else 1)
+    scores = orjson.loads((workdir / "scores.json").read_bytes())
+    resampling = bootstrap_seconds(workdir / "ranks.json")
+    return [f"{n_texts:,} × {n_images:,}", "yes" if checked else "no", f"{scores['t2i']['R@1']:.1f}",
+            f"{floor:.2f}", f"{seconds:.2f}", f"{seconds / floor:.2f}", f"{resampling:.2f}",
+            f"{peak:,.0f}", f"{features_mib:,.0f}"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
+    args = parser.parse_args(argv)
+    rows = []
+    for shape in args.shapes:
+        with tempfile.TemporaryDirectory() as workdir:
+            rows.append(shape_row(shape, Path(workdir)))
+    print_table(f"score-retrieval, {REPLICATES} bootstrap replicates, CPU",
+                ["captions × images", "predictions checked", "t2i R@1", "floor: product twice (s)",
+                 "whole process (s)", "× floor", "bootstrap alone (s)", "peak MiB", "features MiB"], rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
