@@ -1,12 +1,16 @@
 """`make bench`: every benchmark, one table each, after the machine they ran on."""
 
+import extraction
 import feature_io
 import knn
+import scoring
 import sweep
 from measure import machine
 
 if __name__ == "__main__":
     print(f"Machine: {machine()}")
+    extraction.main([])  # first: it pins torch's numerics, which must happen before anything imports torch
     knn.main([])
     feature_io.main([])
+    scoring.main([])
     sweep.main([])

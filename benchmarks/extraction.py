@@ -1,0 +1,127 @@
+"""Image extraction against the model's forward pass alone, on the CPU.
+
+The floor is the model's own work: `encode_image` on the same blocks of 64
+images the extraction computes, already decoded and preprocessed, with the
+same threads and numerics profile (portable, as the workflow runs). Against
+it, in images per second: decoding and preprocessing alone (one process),
+`iter_image_features` reading the LMDB store with 0 and 2 DataLoader
+workers, and the whole `clipeval extract-features` process as the workflow's
+rule runs it (start, model build and feature files included).
+
+The images are JPEGs at COCO's usual size (640 × 480), smooth shapes with a
+little noise, so they take about as long to decode as photographs; the model
+is open_clip's ViT-B-32 with random weights (the speed does not depend on
+the weights, and none can be downloaded here).
+"""
+
+import argparse
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from measure import clipeval_command, print_table, run_command
+
+ARCH = "ViT-B-32"
+SIZE = (640, 480)
+
+
+def photo_like_jpegs(count, seed=0):
+    """JPEG bytes of smooth random colour fields with fine noise: a photograph's decoding cost, not its looks."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        coarse = Image.fromarray(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)).resize(SIZE, Image.BICUBIC)
+        pixels = np.asarray(coarse, dtype=np.int16) + rng.integers(-12, 13, (SIZE[1], SIZE[0], 3), dtype=np.int16)
+        buffer = io.BytesIO()
+        Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(buffer, "JPEG", quality=90)
+        yield buffer.getvalue()
+
+
+def images_per_second(count, function):
+    start = time.perf_counter()
+    function()
+    return count / (time.perf_counter() - start)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=256, help="images in the store (a multiple of 64 is fairest)")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    from clipeval.models.numerics import pin
+
+    threads = pin("portable")  # before torch is imported, as extract-features does
+    import torch
+
+    from clipeval.data.image_lmdb import ImageStore, write_image_store
+    from clipeval.features.encode import FORWARD_BLOCK, iter_image_features
+    from clipeval.models.build import build_model
+
+    with tempfile.TemporaryDirectory() as workdir:
+        store_path = Path(workdir) / "images.lmdb"
+        write_image_store(store_path, enumerate(photo_like_jpegs(args.images)))
+        store = ImageStore(store_path)
+        image_ids = store.image_ids()
+        model, transform, _ = build_model(ARCH, None, device="cpu")
+        model.eval()
+
+        def preprocess_all():
+            return torch.stack([transform(store.image(int(image_id))) for image_id in image_ids])
+
+        rates = {"decode and preprocess alone, one process": images_per_second(len(image_ids), preprocess_all)}
+        pixels = preprocess_all()
+
+        def forward_only():
+            with torch.inference_mode():
+                for start in range(0, len(pixels), FORWARD_BLOCK):
+                    model.encode_image(pixels[start:start + FORWARD_BLOCK])
+
+        forward_only()  # warm up: first calls allocate and pick kernels
+
+        def extract(workers):
+            for _ in iter_image_features(model, transform, store, image_ids, batch_size=256, num_workers=workers,
+                                         device="cpu", precision="fp32"):
+                pass
+
+        command = clipeval_command(
+            "extract-features", "--arch", ARCH, "--images", store_path, "--image-output", Path(workdir) / "f.jsonl",
+            "--batch-size", 256, "--num-workers", 2, "--device", "cpu", "--numerics", "portable")
+        peaks = []
+
+        def whole_process():
+            seconds, peak = run_command(command, repeats=1)
+            peaks.append(peak)
+            return len(image_ids) / seconds
+
+        # The machine's speed drifts by a quarter between minutes here: the rounds interleave every
+        # measurement, and each keeps its fastest round.
+        rounds = {}
+        for _ in range(args.rounds):
+            for what, measure in (
+                ("floor", lambda: images_per_second(len(image_ids), forward_only)),
+                *((f"iter_image_features, {workers} loader workers",
+                   lambda workers=workers: images_per_second(len(image_ids), lambda: extract(workers)))
+                  for workers in (0, 2)),
+                ("extract-features, whole process, 2 loader workers", whole_process),
+            ):
+                rounds.setdefault(what, []).append(measure())
+        peak = max(peaks)
+        floor = max(rounds.pop("floor"))
+        rates.update({what: max(values) for what, values in rounds.items()})
+
+    rows = [["forward pass alone (floor)", f"{floor:.1f}", "1.00", ""]]
+    for what, rate in rates.items():
+        peak_cell = f"{peak:,.0f}" if what.startswith("extract-features") else ""
+        rows.append([what, f"{rate:.1f}", f"{rate / floor:.2f}", peak_cell])
+    print_table(f"image extraction, {ARCH}, {len(image_ids)} JPEGs of {SIZE[0]} × {SIZE[1]}, CPU, {threads} torch"
+                " threads", ["what", "images/s", "× floor", "peak MiB"], rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
