@@ -38,11 +38,6 @@ def _float32_bound(values: np.ndarray, toward: float) -> np.ndarray:
     return np.nextafter(values.astype(np.float32), np.float32(toward))
 
 
-def _float32_bound(values: np.ndarray, toward: float) -> np.ndarray:
-    """float64 bounds as float32, rounded outward so that comparing in float32 never narrows the band."""
-    return np.nextafter(values.astype(np.float32), np.float32(toward))
-
-
 def _count_true(flags: np.ndarray) -> np.ndarray:
     # Summing the bytes is several times faster than numpy's sum or count_nonzero of booleans along an axis.
     return flags.view(np.uint8).sum(axis=1, dtype=np.int64)
