@@ -99,7 +99,7 @@ def main(argv=None):
             peaks.append(peak)
             return len(image_ids) / seconds
 
-        # The machine's speed drifts by a quarter between minutes here: the rounds interleave every
+        # The machine's speed varies between minutes (README, "Benchmarks"): the rounds interleave every
         # measurement, and each keeps its fastest round.
         rounds = {}
         for _ in range(args.rounds):

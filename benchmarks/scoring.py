@@ -14,7 +14,9 @@ written), with top-k predictions to check at COCO-5K (made by
 `make-topk-predictions` first; at the larger shapes they would take as long
 as the scoring). The bootstrap is also timed alone, in process, on the
 ranks the command wrote. Peak memory is the command's own, next to the size
-of the two feature matrices it has to hold.
+of the two feature matrices it has to hold. Last, why the ranks cut a large
+gallery into tiles: the product's speed per query row with 64 MiB of scores
+held as whole gallery rows against the ranks' tiles.
 """
 
 import argparse
@@ -49,23 +51,48 @@ def write_captions(path, n_texts, n_images):
             handle.write(b"\n")
 
 
-def product_floor(texts, images):
-    """Seconds for texts × images in the ranks' tiles (scaled from the first row tiles when there are more)."""
-    from clipeval.retrieval import ranks
-
-    tile_columns = min(len(images), ranks._TILE_COLUMNS)
-    tile_rows = max(1, min(len(texts), ranks._BUDGET_BYTES // (4 * tile_columns)))
-    sample = texts[:tile_rows * FLOOR_ROW_TILES]
+def tiled_product_seconds(queries, gallery, tile_rows, tile_columns, repeats):
+    """Seconds for queries × gallery computed tile by tile into one reused buffer, as the ranks compute it."""
     buffer = np.empty(tile_rows * tile_columns, dtype=np.float32)
 
     def product():
-        for start in range(0, len(sample), tile_rows):
-            rows = sample[start:start + tile_rows]
-            for column in range(0, len(images), tile_columns):
-                block = images[column:column + tile_columns]
+        for start in range(0, len(queries), tile_rows):
+            rows = queries[start:start + tile_rows]
+            for column in range(0, len(gallery), tile_columns):
+                block = gallery[column:column + tile_columns]
                 np.matmul(rows, block.T, out=buffer[:len(rows) * len(block)].reshape(len(rows), len(block)))
 
-    return best_seconds(product, repeats=1 if len(sample) < len(texts) else 3) * len(texts) / len(sample)
+    return best_seconds(product, repeats=repeats)
+
+
+def ranks_tile(n_queries, n_gallery):
+    """(rows, columns) of the ranks' tiles for this shape."""
+    from clipeval.retrieval import ranks
+
+    tile_columns = min(n_gallery, ranks._TILE_COLUMNS)
+    return max(1, min(n_queries, ranks._BUDGET_BYTES // (4 * tile_columns))), tile_columns
+
+
+def product_floor(texts, images):
+    """Seconds for texts × images in the ranks' tiles (scaled from the first row tiles when there are more)."""
+    tile_rows, tile_columns = ranks_tile(len(texts), len(images))
+    sample = texts[:tile_rows * FLOOR_ROW_TILES]
+    seconds = tiled_product_seconds(sample, images, tile_rows, tile_columns, 1 if len(sample) < len(texts) else 3)
+    return seconds * len(texts) / len(sample)
+
+
+def tile_shapes(n_gallery=500_000, n_queries=1024):
+    """ms per query row of the float32 product against a large gallery, by how its 64 MiB of scores are cut."""
+    from clipeval.retrieval import ranks
+
+    gallery, queries = retrieval_features(n_queries, n_gallery)
+    whole_rows = max(1, ranks._BUDGET_BYTES // (4 * n_gallery))
+    shapes = {f"{whole_rows} queries × the whole gallery": (whole_rows, n_gallery),
+              "the ranks' tiles: {} queries × {:,} items".format(*ranks_tile(n_queries, n_gallery)):
+                  ranks_tile(n_queries, n_gallery)}
+    return [[f"{what}, gallery of {n_gallery:,}",
+             f"{1000 * tiled_product_seconds(queries, gallery, rows, columns, 2) / n_queries:.2f}"]
+            for what, (rows, columns) in shapes.items()]
 
 
 def bootstrap_seconds(ranks_path):
@@ -119,6 +146,7 @@ def main(argv=None):
     print_table(f"score-retrieval, {REPLICATES} bootstrap replicates, CPU",
                 ["captions × images", "predictions checked", "t2i R@1", "floor: product twice (s)",
                  "whole process (s)", "× floor", "bootstrap alone (s)", "peak MiB", "features MiB"], rows)
+    print_table("float32 product in 64 MiB of scores, by tile shape", ["tiles", "ms per query row"], tile_shapes())
 
 
 if __name__ == "__main__":

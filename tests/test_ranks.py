@@ -105,8 +105,8 @@ def test_every_metric_matches_a_brute_force_ranking(data):
 
 
 def sort_reference_ranks(queries, gallery, gallery_ids, positives):
-    """Rank by lexsorting whole rows (numpy, exact for small-integer features)."""
-    scores = queries.astype(np.int64) @ gallery.astype(np.int64).T
+    """Rank by lexsorting whole rows of the ranking rule's exact scores (float64 sums of the products)."""
+    scores = exact_scores(queries[:, None, :], gallery[None, :, :])
     order = np.lexsort((np.broadcast_to(gallery_ids, scores.shape), -scores), axis=1)
     ranked_ids = gallery_ids[order]
     return np.array([1 + np.flatnonzero(np.isin(row, list(p))).min() for row, p in zip(ranked_ids, positives)])
@@ -245,14 +245,6 @@ print(bool((ranks == expected).all()))
     assert peak < 400 << 20
 
 
-def exact_reference_ranks(queries, gallery, gallery_ids, owner, positive_rows):
-    """Rank of each query's best positive by lexsorting whole rows of exact float64 scores."""
-    scores = exact_scores(queries[:, None, :], gallery[None, :, :])
-    order = np.lexsort((np.broadcast_to(gallery_ids, scores.shape), -scores), axis=1)
-    places = np.argsort(order, axis=1)  # places[q, row]: 0-based place of gallery row in query q's ranking
-    return np.array([1 + places[q, positive_rows[owner == q]].min() for q in range(len(queries))])
-
-
 @pytest.mark.parametrize("tiles", ["one tile", "tiles of 37 columns and 5 rows"])
 def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, tiles):
     """Hundreds of gallery items score within float32's resolution of the positives: only the exactly
@@ -270,7 +262,8 @@ def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, t
         owner = np.repeat(np.arange(len(queries)), 2)
         positive_rows = rng.integers(0, 305, len(owner))  # near or exact copies of the base
         ranks = first_positive_ranks(queries, gallery, gallery_ids, owner, gallery_ids[positive_rows])
-        expected = exact_reference_ranks(queries, gallery, gallery_ids, owner, positive_rows)
+        expected = sort_reference_ranks(queries, gallery, gallery_ids,
+                                        [gallery_ids[positive_rows[owner == q]] for q in range(len(queries))])
         assert np.array_equal(ranks, expected), seed
 
 
