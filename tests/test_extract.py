@@ -1,3 +1,5 @@
+import hashlib
+
 import numpy as np
 import orjson
 import pytest
@@ -196,14 +198,30 @@ def truncate_the_sidecar(path):
     sidecar_path(path).write_bytes(sidecar_path(path).read_bytes()[:-5])
 
 
+# 7-byte pieces: the files here span many pieces of their digests; 16 MiB: one each, as in use.
+@pytest.mark.parametrize("piece_bytes", [7, 16 << 20])
 @pytest.mark.parametrize("spoil", [edit_one_value, swap_in_another_file, damage_the_arrays, truncate_the_sidecar])
-def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, spoil):
+def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, monkeypatch, spoil, piece_bytes):
+    monkeypatch.setattr(feature_files, "_DIGEST_PIECE_BYTES", piece_bytes)
     path = written_with_sidecar(tmp_path, np.array([[0.5, 1.0], [0.25, 0.5], [1.0, 0.0]], dtype=np.float32))
     spoil(path)
     expected = np.array([[float(v) for v in orjson.loads(line)["feature"]] for line in path.read_text().splitlines()],
                         dtype=np.float32)
     ids, matrix = read_features(path, "image_id")
     assert ids.tolist() == [0, 1, 2] and np.array_equal(matrix, expected)
+
+
+def test_the_digest_is_a_sha256_over_its_pieces_in_order_whatever_the_threads(tmp_path, monkeypatch):
+    monkeypatch.setattr(feature_files, "_DIGEST_PIECE_BYTES", 4)
+    digests = {}
+    for name, content in [("plain", b"abcdefgh12"), ("pieces swapped", b"efghabcd12"), ("one byte more", b"abcdefgh12 ")]:
+        (tmp_path / name).write_bytes(content)
+        for threads in ("1", "3"):
+            monkeypatch.setenv("OMP_NUM_THREADS", threads)
+            digests[name, threads] = feature_files._jsonl_digest(tmp_path / name)
+    pieces = b"".join(hashlib.sha256(piece).digest() for piece in (b"abcd", b"efgh", b"12"))
+    assert digests["plain", "1"] == digests["plain", "3"] == hashlib.sha256((10).to_bytes(8, "little") + pieces).hexdigest()
+    assert len(set(digests.values())) == 3
 
 
 @pytest.mark.parametrize("matrix, message", [

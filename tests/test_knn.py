@@ -12,7 +12,7 @@ from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.devices import gpu_number
 from clipeval.retrieval import topk
 from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_scores
-from clipeval.retrieval.topk import FaissSearch, Searcher, pair_scores_in_threads, prediction_rows, top_k
+from clipeval.retrieval.topk import FaissSearch, Searcher, prediction_rows, top_k
 from near_ties import near_duplicates, unit_rows
 
 
@@ -123,20 +123,26 @@ def test_pair_scores_are_the_bits_of_exact_scores(n_pairs, dim, step, seed):
     assert np.array_equal(pairs, exact_scores(queries[rows], gallery[columns]))
 
 
+@pytest.mark.parametrize("search", ["numpy", "faiss"])
 @pytest.mark.parametrize("threads", ["1", "3", "64"])
-def test_pair_scores_do_not_depend_on_the_threads_that_compute_them(monkeypatch, threads):
+def test_top_k_does_not_depend_on_the_threads_that_compute_it(monkeypatch, search, threads):
+    # 41 queries: 64 threads leave most parts empty, 3 split them unevenly; near ties make the exact
+    # rescoring decide the order.
     rng = np.random.default_rng(4)
-    queries, gallery = unit_rows(rng, 30, 40), unit_rows(rng, 50, 40)
-    rows, columns = np.repeat(np.arange(30), 20), rng.integers(0, 50, 600)
+    base = unit_rows(rng, 1, 40)[0]
+    gallery = np.concatenate([near_duplicates(rng, base, 60), unit_rows(rng, 200, 40)])
+    gallery_ids = rng.permutation(len(gallery)).astype(np.int64)
+    queries = np.concatenate([np.repeat(base[None], 5, axis=0), unit_rows(rng, 36, 40)])
     monkeypatch.setenv("OMP_NUM_THREADS", threads)
-    assert np.array_equal(pair_scores_in_threads(queries, gallery, rows, columns),
-                          exact_scores(queries[rows], gallery[columns]))
+    ids, scores = top_k(queries, gallery, gallery_ids, 10, cpu_searcher(gallery, search))
+    expected_ids, expected_scores = ranking_rule_top_k(queries, gallery, gallery_ids, 10)
+    assert np.array_equal(ids, expected_ids) and np.array_equal(scores, expected_scores)
 
 
 @pytest.mark.parametrize("search", ["numpy", "faiss"])
 def test_tie_group_larger_than_candidates_is_resolved_by_id(search):
     # 60 identical items tie for first place: the 10 smallest ids must win,
-    # although FAISS's first fetch (36 candidates) cannot hold the whole group.
+    # although FAISS's first fetch (16 candidates) cannot hold the whole group.
     rng = np.random.default_rng(0)
     gallery = unit_rows(rng, 100, 8)
     tied = rng.permutation(100)[:60]

@@ -4,8 +4,9 @@ Features are held as one float32 matrix per side, with an int64 id vector.
 
 Parsing the jsonl costs more than the search that follows it, so the writer
 leaves the arrays beside it in a sidecar (FILE.jsonl.arrays) that names the
-sha256 of the jsonl it holds. A reader uses the sidecar only when the jsonl's
-bytes hash to that name and the arrays to theirs: a sidecar can never stand
+digest of the jsonl it holds (a sha256 over sha256s of its pieces, which
+hash in parallel). A reader uses the sidecar only when the jsonl's bytes hash
+to that digest and the arrays to theirs: a sidecar can never stand
 for another file, an edited one, or itself damaged. Otherwise (and for
 feature files from elsewhere) the jsonl is parsed.
 """
@@ -21,9 +22,10 @@ import orjson
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_keyed_jsonl, write_jsonl
+from clipeval.threads import in_threads
 
 SIDECAR_SUFFIX = ".arrays"
-_SIDECAR_MAGIC = b"clipeval feature arrays 1\n"
+_SIDECAR_MAGIC = b"clipeval feature arrays 2\n"  # 1 named the jsonl by its plain sha256
 
 ID_KEYS = ("image_id", "text_id", "class_id")
 
@@ -57,9 +59,27 @@ def sidecar_path(path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
-def _sha256(path) -> str:
+# A digest here is the sha256 of a length and of the sha256 of each piece of this many bytes: the
+# pieces hash at once on all cores, where one sha256 over the whole runs on one.
+_DIGEST_PIECE_BYTES = 16 << 20
+
+
+def _piecewise_sha256(size: int, piece) -> str:
+    """The digest of `size` bytes that piece(start, stop) gives back."""
+    parts = [(start, min(start + _DIGEST_PIECE_BYTES, size)) for start in range(0, size, _DIGEST_PIECE_BYTES)]
+    pieces = in_threads(lambda start, stop: hashlib.sha256(piece(start, stop)).digest(), parts)
+    return hashlib.sha256(size.to_bytes(8, "little") + b"".join(pieces)).hexdigest()
+
+
+def _jsonl_digest(path) -> str:
     with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        return _piecewise_sha256(os.fstat(handle.fileno()).st_size,
+                                 lambda start, stop: os.pread(handle.fileno(), stop - start, start))
+
+
+def _arrays_digest(arrays) -> str:
+    view = memoryview(arrays)
+    return _piecewise_sha256(len(view), lambda start, stop: view[start:stop])
 
 
 def _write_sidecar(path: Path, id_key: str, ids: np.ndarray, matrix: np.ndarray) -> None:
@@ -71,7 +91,7 @@ def _write_sidecar(path: Path, id_key: str, ids: np.ndarray, matrix: np.ndarray)
             and not _too_large(_norms(matrix)).any()):
         return
     arrays = ids.astype("<i8").tobytes() + matrix.astype("<f4").tobytes()
-    header = {"sha256": _sha256(path), "arrays_sha256": hashlib.sha256(arrays).hexdigest(), "id_key": id_key,
+    header = {"jsonl_digest": _jsonl_digest(path), "arrays_digest": _arrays_digest(arrays), "id_key": id_key,
               "count": len(ids), "dimension": matrix.shape[1]}
     with atomic_output(sidecar_path(path)) as temporary:
         Path(temporary).write_bytes(_SIDECAR_MAGIC + orjson.dumps(header) + b"\n" + arrays)
@@ -79,24 +99,37 @@ def _write_sidecar(path: Path, id_key: str, ids: np.ndarray, matrix: np.ndarray)
 
 def _read_sidecar(path: Path, id_key: str):
     """(ids, matrix) from the sidecar when it holds exactly this file's features, else None."""
+    if not sidecar_path(path).is_file():
+        return None
     try:
-        with open(sidecar_path(path), "rb") as handle:
-            if handle.readline() != _SIDECAR_MAGIC:
-                return None
-            header = orjson.loads(handle.readline())
-            # Read into a bytearray, so the arrays below are writable views of it rather than copies.
-            arrays = bytearray(os.fstat(handle.fileno()).st_size - handle.tell())
-            if handle.readinto(arrays) != len(arrays):
-                return None
-        count, dimension = int(header["count"]), int(header["dimension"])
-        if (header["id_key"] != id_key or len(arrays) != count * (8 + 4 * dimension)
-                or hashlib.sha256(arrays).hexdigest() != header["arrays_sha256"] or _sha256(path) != header["sha256"]):
+        header, arrays = _sidecar_contents(path, id_key)
+        if header is None or _jsonl_digest(path) != header["jsonl_digest"]:
             return None
     except (OSError, ValueError, KeyError, TypeError):  # orjson's decode error is a ValueError
         return None
+    count, dimension = int(header["count"]), int(header["dimension"])
     ids = np.frombuffer(arrays, dtype="<i8", count=count).astype(np.int64, copy=False)
     matrix = np.frombuffer(arrays, dtype="<f4", offset=8 * count).reshape(count, dimension)
     return ids, matrix.astype(np.float32, copy=False)
+
+
+def _sidecar_contents(path: Path, id_key: str):
+    """(header, arrays) of the sidecar when its arrays are whole and hash to the header's digest, else
+    (None, None)."""
+    with open(sidecar_path(path), "rb") as handle:
+        if handle.readline() != _SIDECAR_MAGIC:
+            return None, None
+        header = orjson.loads(handle.readline())
+        # Read into an uninitialised buffer (a bytearray's zero fill took longer than the read), so the
+        # arrays are writable views of it rather than copies.
+        arrays = np.empty(os.fstat(handle.fileno()).st_size - handle.tell(), dtype=np.uint8)
+        if handle.readinto(arrays) != len(arrays):
+            return None, None
+    count, dimension = int(header["count"]), int(header["dimension"])
+    if (header["id_key"] != id_key or len(arrays) != count * (8 + 4 * dimension)
+            or _arrays_digest(arrays) != header["arrays_digest"]):
+        return None, None
+    return header, arrays
 
 
 # The most values a feature vector may have: CLIP embeddings have 512 to

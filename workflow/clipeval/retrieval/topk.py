@@ -6,7 +6,10 @@ A float32 score is within the tolerance of the exact one (score_tolerance),
 so with a margin of twice the tolerance the exact top-k, ties included, is
 among those candidates, whatever order the search summed in. The candidates
 alone are then scored exactly and ordered by the ranking rule: the result
-does not depend on which search found them.
+does not depend on which search found them. Both searches hand them over
+grouped by ascending query row. The work after each block's product (the
+numpy search's candidate pass, the rescoring and the ordering) is split by
+query rows over the job's threads; numpy's BLAS already spreads the product.
 
 Two searches find candidates: numpy's matrix product (its BLAS) and FAISS
 (a GPU index when faiss sees a GPU). On the CPU, which is faster depends on
@@ -19,9 +22,7 @@ for a loop several times slower per query when a call has fewer than about
 a few hundred rows against a large gallery.)
 """
 
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import Direction
 from clipeval.retrieval.ranking_rule import exact_pair_scores, order_pairs_by_ranking_rule, score_tolerance
+from clipeval.threads import in_threads, row_parts
 
 SEARCHES = ("auto", "numpy", "faiss")
 _SCORE_BLOCK_BYTES = 64 << 20  # float32 scores of one block of queries against the whole gallery
@@ -36,6 +38,10 @@ _GPU_MAX_K = 2048  # FAISS GPU flat indexes answer at most this many neighbours
 # The numpy search splits each row of scores into groups and only looks inside
 # the groups whose maximum can reach the k-th best: at least this many groups.
 _MIN_GROUPS = 256
+# FAISS fetches this many beyond k at first, enough for the items within the margin of the k-th best in
+# nearly every row; a row where they do not fit is fetched again, four times as deep. FAISS's time grows
+# with the depth it fetches.
+_EXTRA_FETCHED = 6
 
 
 class MatmulSearch:
@@ -49,30 +55,39 @@ class MatmulSearch:
 
     def candidates(self, queries: np.ndarray, k: int, margin: float):
         n = len(self.gallery)
-        scores = queries @ self.gallery.T
         if k >= n:
             return np.repeat(np.arange(len(queries)), n), np.tile(np.arange(n), len(queries))
-        # Columns fall into `groups` interleaved groups (column c into group c % groups) and a ragged tail.
-        # Only the groups whose maximum reaches near the k-th best hold candidates; an interleaved
-        # group's maximum is an elementwise maximum over contiguous rows, the fastest reduction numpy has.
-        groups = min(n, max(_MIN_GROUPS, 4 * k))
-        depth = n // groups
-        whole = depth * groups
-        grouped = scores[:, :whole].reshape(len(queries), depth, groups)
-        maxima = np.empty((len(queries), groups + (whole < n)), dtype=np.float32)
-        np.max(grouped, axis=1, out=maxima[:, :groups])
-        if whole < n:
-            maxima[:, groups] = scores[:, whole:].max(axis=1)
-        # k groups reach the k-th best group maximum, so the k-th best score is no lower.
-        floor = np.partition(maxima, -k, axis=1)[:, -k] - margin
-        hit_rows, hit_groups = np.nonzero(maxima >= floor[:, None])
-        inside = hit_groups < groups
-        rows, hit, place = _at_least(grouped[hit_rows[inside], :, hit_groups[inside]], hit_rows[inside], floor)
-        tail_rows = hit_rows[~inside]
-        rows_t, _, columns_t = _at_least(scores[tail_rows, whole:], tail_rows, floor)
-        rows = np.concatenate([rows, rows_t])
-        columns = np.concatenate([place * groups + hit_groups[inside][hit], whole + columns_t])
-        return _near_kth(rows, columns, scores[rows, columns], k, margin)
+        scores = queries @ self.gallery.T
+        parts = row_parts(len(queries))
+        found = in_threads(lambda start, stop: _candidates_in(scores[start:stop], k, margin), parts)
+        rows = np.concatenate([part_rows + start for (start, _), (part_rows, _) in zip(parts, found)])
+        return rows, np.concatenate([columns for _, columns in found])
+
+
+def _candidates_in(scores: np.ndarray, k: int, margin: float):
+    """(rows, columns) of the scores within `margin` of their row's k-th best, by ascending row."""
+    rows_count, n = scores.shape
+    # Columns fall into `groups` interleaved groups (column c into group c % groups) and a ragged tail.
+    # Only the groups whose maximum reaches near the k-th best hold candidates; an interleaved
+    # group's maximum is an elementwise maximum over contiguous rows, the fastest reduction numpy has.
+    groups = min(n, max(_MIN_GROUPS, 4 * k))
+    depth = n // groups
+    whole = depth * groups
+    grouped = scores[:, :whole].reshape(rows_count, depth, groups)
+    maxima = np.empty((rows_count, groups + (whole < n)), dtype=np.float32)
+    np.max(grouped, axis=1, out=maxima[:, :groups])
+    if whole < n:
+        maxima[:, groups] = scores[:, whole:].max(axis=1)
+    # k groups reach the k-th best group maximum, so the k-th best score is no lower.
+    floor = np.partition(maxima, -k, axis=1)[:, -k] - margin
+    hit_rows, hit_groups = np.nonzero(maxima >= floor[:, None])
+    inside = hit_groups < groups
+    rows, hit, place = _at_least(grouped[hit_rows[inside], :, hit_groups[inside]], hit_rows[inside], floor)
+    tail_rows = hit_rows[~inside]
+    rows_t, _, columns_t = _at_least(scores[tail_rows, whole:], tail_rows, floor)
+    rows = np.concatenate([rows, rows_t])
+    columns = np.concatenate([place * groups + hit_groups[inside][hit], whole + columns_t])
+    return _near_kth(rows, columns, scores[rows, columns], k, margin)
 
 
 def _at_least(values, value_rows, floor):
@@ -132,7 +147,7 @@ class FaissSearch:
     def candidates(self, queries: np.ndarray, k: int, margin: float):
         n = len(self.gallery)
         pending = np.arange(len(queries))
-        fetch = min(n, 2 * k + 16)
+        fetch = min(n, k + _EXTRA_FETCHED)
         found_rows, found_columns = [], []
         while len(pending):
             approximate, positions = self.search(queries[pending], fetch)
@@ -201,34 +216,33 @@ def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: 
     start = 0
     while start < len(queries):
         stop = min(start + searcher.rows_per_block, len(queries))
-        rows, columns = searcher.candidates(queries[start:stop], kept, margin)
-        exact = pair_scores_in_threads(queries[start:stop], gallery, rows, columns)
-        order = order_pairs_by_ranking_rule(rows, exact, gallery_ids[columns])
-        first = np.searchsorted(rows[order], np.arange(stop - start))
-        chosen = order[first[:, None] + np.arange(kept)]
-        result_ids[start:stop] = gallery_ids[columns[chosen]]
-        result_scores[start:stop] = exact[chosen]
+        block = queries[start:stop]
+        rows, columns = searcher.candidates(block, kept, margin)
+        rank_candidates(block, gallery, gallery_ids, rows, columns, result_ids[start:stop], result_scores[start:stop])
         start = stop
     return result_ids, result_scores
 
 
-def compute_threads() -> int:
-    """The threads the job was given (Snakemake sets OMP_NUM_THREADS, which numpy's BLAS follows too),
-    else the cores this process may use."""
-    given = os.environ.get("OMP_NUM_THREADS", "")
-    return max(1, int(given)) if given.isdigit() else len(os.sched_getaffinity(0))
+def rank_candidates(queries, gallery, gallery_ids, rows, columns, ids_out, scores_out):
+    """Fill ids_out and scores_out, (queries, kept) each, with each query's best candidates under the
+    ranking rule; the queries are split over compute_threads() threads."""
+
+    def rank(first, end):
+        low, high = np.searchsorted(rows, [first, end])
+        ids_out[first:end], scores_out[first:end] = best_by_ranking_rule(
+            queries[first:end], gallery, gallery_ids, rows[low:high] - first, columns[low:high], ids_out.shape[1])
+
+    in_threads(rank, row_parts(len(queries)))
 
 
-def pair_scores_in_threads(queries, gallery, rows, columns):
-    """exact_pair_scores split over compute_threads() threads (numpy lets go of the GIL in its loops);
-    each pair is scored on its own, so the split does not change a bit."""
-    bounds = np.linspace(0, len(rows), compute_threads() + 1).astype(np.int64)
-    parts = [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:]) if stop > start]
-    if len(parts) < 2:
-        return exact_pair_scores(queries, gallery, rows, columns)
-    with ThreadPoolExecutor(len(parts)) as pool:
-        return np.concatenate(list(pool.map(
-            lambda part: exact_pair_scores(queries, gallery, rows[part], columns[part]), parts)))
+def best_by_ranking_rule(queries, gallery, gallery_ids, rows, columns, kept):
+    """(ids, exact scores) of each query's `kept` best candidates under the ranking rule. The candidate
+    (query row, gallery row) pairs come grouped by ascending query row, at least `kept` for each query."""
+    exact = exact_pair_scores(queries, gallery, rows, columns)
+    order = order_pairs_by_ranking_rule(rows, exact, gallery_ids[columns])
+    first = np.searchsorted(rows[order], np.arange(len(queries)))
+    chosen = order[first[:, None] + np.arange(kept)]
+    return gallery_ids[columns[chosen]], exact[chosen]
 
 
 def prediction_rows(query_ids, ids, scores, direction: Direction):
