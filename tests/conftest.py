@@ -20,15 +20,16 @@ settings.register_profile("clipeval", derandomize=True, database=None)
 settings.load_profile("clipeval")
 
 
-# The files that run whole workflows, longest first (as a fresh-clone run
-# measured them: 590, 490, 360, 240 and 220 s of one worker; then about 100
-# and 60). pytest-xdist hands whole files to its two workers in collection
-# order (pyproject.toml turns off its own reordering, which sorts files by
-# their number of tests and so left the one-test SLURM file, one of the
-# longest, to the end). Longest first lets the short files fill in, so the two
-# workers end together.
-LONGEST_FIRST = ("test_caching.py", "test_workflow.py", "test_rerun_formats.py", "test_reproducibility.py",
-                 "test_slurm.py", "test_fuzz_readers.py", "test_cli.py")
+# The files that run whole workflows go first, longest first (as a fresh-clone
+# run measured them: 583, 457, 374 and 236 s of one worker; then about 60),
+# with the SLURM test (231 s) ahead of them all: about half of its time it
+# waits on the cluster (alone here it kept 46% of two cores busy), and that
+# half goes to the other worker's tests. pytest-xdist hands whole files to its
+# two workers in collection order (pyproject.toml turns off its own reordering,
+# which sorts files by their number of tests and so left the one-test SLURM
+# file to the end); the short files fill in, so the two workers end together.
+LONGEST_FIRST = ("test_slurm.py", "test_caching.py", "test_workflow.py", "test_rerun_formats.py",
+                 "test_reproducibility.py", "test_cli.py", "test_fuzz_readers.py")
 
 
 def pytest_collection_modifyitems(items):
