@@ -41,8 +41,8 @@ def exact_pair_scores(queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray
     for start in range(0, len(rows), pairs_per_step):
         stop = min(start + pairs_per_step, len(rows))
         products, other = left[:stop - start], right[:stop - start]
-        # Cast both sides, then multiply in float64, as exact_scores does (a multiply that casts as it goes
-        # is several times slower); the sum runs along the same contiguous axis.
+        # Cast both sides, then multiply in float64, as exact_scores does (so the multiply runs on two float64
+        # arrays rather than casting as it goes); the sum runs along the same contiguous axis.
         np.copyto(products, queries[rows[start:stop]])
         np.copyto(other, gallery[columns[start:stop]])
         np.multiply(products, other, out=products)
