@@ -1,4 +1,4 @@
-"""Image extraction against the model's forward pass alone, on the CPU.
+"""Image extraction against the model's forward pass alone, on the CPU or a GPU.
 
 The floor is the model's own work: `encode_image` on the same blocks of 64
 images the extraction computes, already decoded and preprocessed, with the
@@ -13,6 +13,11 @@ The images are JPEGs at COCO's usual size (640 × 480), smooth shapes with a
 little noise, so they take about as long to decode as photographs; the model
 is open_clip's ViT-B-32 with random weights (the speed does not depend on
 the weights, and none can be downloaded here).
+
+`--device cuda` measures the same on a GPU (`--precision` as extraction
+takes it): the floor is then the forward pass on pixels already on the GPU,
+so the ratios show how far decoding, preprocessing and the copy to the GPU
+keep it waiting.
 """
 
 import argparse
@@ -55,6 +60,13 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--numerics", choices=("portable", "native"), default="portable",
                         help="portable (the workflow's default) needs an AVX2 CPU; native runs anywhere")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda / cuda:N")
+    parser.add_argument("--precision", default="fp32", help="fp32, or on a GPU fp16, bf16, amp")
+    parser.add_argument("--batch-size", type=int, default=256,
+                        help="images a loader worker prepares at a time: the images over it must exceed the workers"
+                             " for all of them to be busy")
+    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2],
+                        help="DataLoader worker counts to measure; the whole process runs with the largest")
     args = parser.parse_args(argv)
 
     from clipeval.models.numerics import pin
@@ -63,38 +75,49 @@ def main(argv=None):
     import torch
 
     from clipeval.data.image_lmdb import ImageStore, write_image_store
-    from clipeval.features.encode import FORWARD_BLOCK, iter_image_features
+    from clipeval.features.encode import FORWARD_BLOCK, iter_image_features, prepare_model_for_precision
     from clipeval.models.build import build_model
+
+    on_gpu = torch.device(args.device).type == "cuda"
+    where = f"{torch.cuda.get_device_name(torch.device(args.device))}" if on_gpu else "CPU"
+
+    def finished():
+        if on_gpu:
+            torch.cuda.synchronize(args.device)
 
     with tempfile.TemporaryDirectory() as workdir:
         store_path = Path(workdir) / "images.lmdb"
         write_image_store(store_path, enumerate(photo_like_jpegs(args.images)))
         store = ImageStore(store_path)
         image_ids = store.image_ids()
-        model, transform, _ = build_model(ARCH, None, device="cpu")
+        model, transform, _ = build_model(ARCH, None, device=args.device)
         model.eval()
 
         def preprocess_all():
             return torch.stack([transform(store.image(int(image_id))) for image_id in image_ids])
 
         rates = {"decode and preprocess alone, one process": images_per_second(len(image_ids), preprocess_all)}
-        pixels = preprocess_all()
+        floor_model, input_dtype, autocast = prepare_model_for_precision(model, args.precision, args.device)
+        pixels = preprocess_all().to(args.device, dtype=input_dtype)
 
         def forward_only():
-            with torch.inference_mode():
+            with torch.inference_mode(), autocast():
                 for start in range(0, len(pixels), FORWARD_BLOCK):
-                    model.encode_image(pixels[start:start + FORWARD_BLOCK])
+                    floor_model.encode_image(pixels[start:start + FORWARD_BLOCK])
+            finished()
 
         forward_only()  # warm up: first calls allocate and pick kernels
 
         def extract(workers):
-            for _ in iter_image_features(model, transform, store, image_ids, batch_size=256, num_workers=workers,
-                                         device="cpu", precision="fp32"):
+            for _ in iter_image_features(model, transform, store, image_ids, batch_size=args.batch_size, num_workers=workers,
+                                         device=args.device, precision=args.precision):
                 pass
+            finished()
 
         command = clipeval_command(
             "extract-features", "--arch", ARCH, "--images", store_path, "--image-output", Path(workdir) / "f.jsonl",
-            "--batch-size", 256, "--num-workers", 2, "--device", "cpu", "--numerics", args.numerics)
+            "--batch-size", args.batch_size, "--num-workers", max(args.workers), "--device", args.device,
+            "--precision", args.precision, "--numerics", args.numerics)
         peaks = []
 
         def whole_process():
@@ -110,8 +133,8 @@ def main(argv=None):
                 ("floor", lambda: images_per_second(len(image_ids), forward_only)),
                 *((f"iter_image_features, {workers} loader workers",
                    lambda workers=workers: images_per_second(len(image_ids), lambda: extract(workers)))
-                  for workers in (0, 2)),
-                ("extract-features, whole process, 2 loader workers", whole_process),
+                  for workers in args.workers),
+                (f"extract-features, whole process, {max(args.workers)} loader workers", whole_process),
             ):
                 rounds.setdefault(what, []).append(measure())
         peak = max(peaks)
@@ -122,8 +145,9 @@ def main(argv=None):
     for what, rate in rates.items():
         peak_cell = f"{peak:,.0f}" if what.startswith("extract-features") else ""
         rows.append([what, f"{rate:.1f}", f"{rate / floor:.2f}", peak_cell])
-    print_table(f"image extraction, {ARCH}, {len(image_ids)} JPEGs of {SIZE[0]} × {SIZE[1]}, CPU, {threads} torch"
-                f" threads, {args.numerics} numerics", ["what", "images/s", "× floor", "peak MiB"], rows)
+    print_table(f"image extraction, {ARCH}, {len(image_ids)} JPEGs of {SIZE[0]} × {SIZE[1]}, {where},"
+                f" {args.precision}, {threads} torch threads, {args.numerics} numerics",
+                ["what", "images/s", "× floor", "peak MiB"], rows)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,14 @@ memory. Ratios are to the floor measured in the same run. Then, at COCO-5K,
 the numpy search's top_k split into its parts, and FAISS's time per query by
 the number of queries in one call (why `auto` times each search on its own
 block).
+
+`--device cuda` adds, beside each CPU row, the same on a GPU: the FAISS GPU
+flat search alone, `top_k` with the GPU searcher (building it included, as
+a knn job does), and the whole process with `--device cuda`.
 """
 
 import argparse
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +30,7 @@ def direction_sides(images, texts, direction):
     return (texts, images) if direction == "t2i" else (images, texts)
 
 
-def shape_rows(shape, directions, workdir):
+def shape_rows(shape, directions, workdir, gpu=None):
     from clipeval.features.feature_files import write_features
     from clipeval.retrieval.topk import FaissSearch, Searcher, top_k
 
@@ -40,20 +45,35 @@ def shape_rows(shape, directions, workdir):
         floor = best_seconds(lambda: queries @ gallery.T)
         faiss_search = FaissSearch(gallery, "cpu")
         timed = {"FAISS flat search alone": best_seconds(lambda: faiss_search.search(queries, TOP_K))}
+        if gpu:
+            on_gpu = FaissSearch(gallery, gpu)
+            on_gpu.search(queries, TOP_K)  # warm up: the first search allocates GPU memory
+            timed["FAISS flat search alone, GPU"] = best_seconds(lambda: on_gpu.search(queries, TOP_K))
         for search in ("auto", "numpy", "faiss"):
             timed[f"top_k, {search} search"] = best_seconds(
                 lambda: top_k(queries, gallery, ids, TOP_K, Searcher(gallery, "cpu", search)))
-        process, memory = run_command(clipeval_command(
-            "make-topk-predictions", "--image-feats", workdir / "images.jsonl", "--text-feats",
-            workdir / "texts.jsonl", "--top-k", TOP_K, "--direction", direction, "--device", "cpu",
-            "--output", workdir / f"{direction}.jsonl"))
-        timed["make-topk-predictions, whole process"] = process
+        if gpu:
+            timed["top_k, GPU search"] = best_seconds(lambda: top_k(queries, gallery, ids, TOP_K,
+                                                                    Searcher(gallery, gpu)))
+        peaks = {}
+        for device, what in (("cpu", "make-topk-predictions, whole process"),
+                             *(((gpu, "make-topk-predictions, whole process, GPU"),) if gpu else ())):
+            timed[what], peaks[what] = run_command(clipeval_command(
+                "make-topk-predictions", "--image-feats", workdir / "images.jsonl", "--text-feats",
+                workdir / "texts.jsonl", "--top-k", TOP_K, "--direction", direction, "--device", device,
+                "--output", workdir / f"{direction}.jsonl"))
         label = f"{shape} {direction} ({len(queries):,} × {len(gallery):,})"
         rows.append([label, "float32 product (floor)", f"{floor:.3f}", "1.00", ""])
         for what, seconds in timed.items():
-            peak = f"{memory:,.0f}" if what.startswith("make-topk") else ""
+            peak = f"{peaks[what]:,.0f}" if what in peaks else ""
             rows.append([label, what, f"{seconds:.3f}", f"{seconds / floor:.2f}", peak])
     return rows
+
+
+def gpu_name(device):
+    number = device.partition(":")[2] or "0"
+    return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", number],
+                          capture_output=True, text=True).stdout.strip() or device
 
 
 def ranking_rule_parts(shape):
@@ -105,13 +125,17 @@ def faiss_call_sizes(gallery_size=100_000, sizes=(100, 249, 250, 1000, 5000)):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda / cuda:N to add the GPU's rows")
     args = parser.parse_args(argv)
+    gpu = None if args.device == "cpu" else args.device
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for shape in args.shapes:
             directions = ("t2i",) if shape == "gallery-100k" else ("t2i", "i2t")
-            rows += shape_rows(shape, directions, Path(workdir))
-    print_table(f"knn, top-{TOP_K}, CPU", ["shape", "what", "seconds", "× floor", "peak MiB"], rows)
+            rows += shape_rows(shape, directions, Path(workdir), gpu)
+    where = f"CPU and {gpu_name(gpu)}" if gpu else "CPU"
+    print_table(f"knn, top-{TOP_K}, {where} (the floor: numpy's float32 product on the CPU)",
+                ["shape", "what", "seconds", "× floor", "peak MiB"], rows)
     if "coco-5k" in args.shapes:
         print_table(f"knn, top-{TOP_K}, numpy search: the ranking rule's parts", ["shape", "part", "seconds",
                                                                                   "× floor"],
