@@ -181,19 +181,24 @@ class ClockedSearch:
         return self.search.candidates(queries, k, margin)
 
 
-# 100 queries: numpy is timed on its block of 7, FAISS on its block of 30, and the one kept takes the other 63.
-@pytest.mark.parametrize("faiss_seconds, kept, blocks", [
-    (0.5, "faiss", {"numpy": [7], "faiss": [30, 30, 30, 3]}),
-    (2.0, "numpy", {"numpy": [7] * 10, "faiss": [30]}),
+# 100 queries; numpy's block is 7 queries, FAISS's 30. numpy is timed on its first block, FAISS on the next
+# max(timed queries, 7) queries, each the first quarter untimed (a call of its own, which the clock's
+# seconds do not reach); the search kept takes the rest in its own blocks.
+@pytest.mark.parametrize("timed_queries, faiss_seconds, kept, blocks", [
+    (12, 0.5, "faiss", {"numpy": [1, 6], "faiss": [3, 9, 30, 30, 21]}),
+    (12, 2.0, "numpy", {"numpy": [1, 6] + [7] * 11 + [4], "faiss": [3, 9]}),
+    (5, 0.5, "faiss", {"numpy": [1, 6], "faiss": [1, 6, 30, 30, 26]}),  # never on fewer queries than numpy
+    (50, 0.5, "faiss", {"numpy": [1, 6], "faiss": [7, 23, 30, 30, 3]}),  # nor on more than its own block
 ])
-def test_auto_times_each_search_on_its_own_block_and_keeps_the_faster_per_query(monkeypatch, faiss_seconds, kept,
-                                                                                blocks):
+def test_auto_times_each_search_on_a_block_of_its_own_and_keeps_the_faster_per_query(
+        monkeypatch, timed_queries, faiss_seconds, kept, blocks):
     rng = np.random.default_rng(3)
     gallery, gallery_ids = gallery_with_duplicates(rng, 300, 16, 30)
     queries = unit_rows(rng, 100, 16)
     searcher = cpu_searcher(gallery, "auto")
     clock = [0.0]
     monkeypatch.setattr(topk.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(topk, "_TIMED_QUERIES", timed_queries)
     numpy_search, faiss_search = searcher.searches
     clocked = [ClockedSearch(numpy_search, clock, 1.0, 7), ClockedSearch(faiss_search, clock, faiss_seconds, 30)]
     searcher.searches, searcher.untimed = clocked, list(clocked)

@@ -42,6 +42,13 @@ _MIN_GROUPS = 256
 # nearly every row; a row where they do not fit is fetched again, four times as deep. FAISS's time grows
 # with the depth it fetches.
 _EXTRA_FETCHED = 6
+# auto times FAISS on at least this many queries (and at least as many as it timed numpy on): enough that
+# FAISS multiplies through BLAS (README, "Benchmarks": its calls by size), few enough that most of a
+# COCO-sized job is left to the search it keeps.
+_TIMED_QUERIES = 1024
+# The first quarter of a search's timing block runs untimed: a search's first call in a process also
+# starts its thread pools, a one-time cost that made FAISS look slower than it runs (README, "Benchmarks").
+_UNTIMED_SHARE = 4
 
 
 class MatmulSearch:
@@ -166,7 +173,8 @@ class FaissSearch:
 
 class Searcher:
     """The search knn runs: `numpy`, `faiss`, or `auto`: FAISS on a GPU it sees or is given; on the CPU,
-    whichever of the two takes less time per query, each timed on its own first block."""
+    whichever of the two takes less time per query, numpy timed on its first block and FAISS on the next
+    queries (`_TIMED_QUERIES` or numpy's block, whichever is more)."""
 
     def __init__(self, gallery: np.ndarray, device: str = "auto", search: str = "auto"):
         if search not in SEARCHES:
@@ -185,8 +193,14 @@ class Searcher:
 
     @property
     def rows_per_block(self) -> int:
-        """Queries in the next call: the block size of the search that answers it."""
-        return (self.untimed[0] if self.untimed else self.chosen).rows_per_block
+        """Queries in the next call: the block size of the search that answers it, or, for a search being
+        timed after the first, a block no larger than it needs to be timed fairly."""
+        if not self.untimed:
+            return self.chosen.rows_per_block
+        timed_next = self.untimed[0]
+        if timed_next is self.searches[0]:
+            return timed_next.rows_per_block
+        return min(timed_next.rows_per_block, max(_TIMED_QUERIES, self.searches[0].rows_per_block))
 
     @property
     def uses_gpu(self) -> bool:
@@ -196,12 +210,15 @@ class Searcher:
         if not self.untimed:
             return self.chosen.candidates(queries, k, margin)
         search = self.untimed.pop(0)
+        untimed = len(queries) // _UNTIMED_SHARE
+        found = [search.candidates(queries[:untimed], k, margin)] if untimed else []
         start = time.perf_counter()
-        found = search.candidates(queries, k, margin)
-        self.seconds_per_query[search.name] = (time.perf_counter() - start) / len(queries)
+        rows, columns = search.candidates(queries[untimed:], k, margin)
+        self.seconds_per_query[search.name] = (time.perf_counter() - start) / (len(queries) - untimed)
+        found.append((rows + untimed, columns))
         timed = [search for search in self.searches if search.name in self.seconds_per_query]
         self.chosen = min(timed, key=lambda search: self.seconds_per_query[search.name])
-        return found
+        return np.concatenate([rows for rows, _ in found]), np.concatenate([columns for _, columns in found])
 
 
 def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: int, searcher) -> tuple:
