@@ -109,8 +109,8 @@ def main(argv=None):
         forward_only()  # warm up: first calls allocate and pick kernels
 
         def extract(workers):
-            for _ in iter_image_features(model, transform, store, image_ids, batch_size=args.batch_size, num_workers=workers,
-                                         device=args.device, precision=args.precision):
+            for _ in iter_image_features(model, transform, store, image_ids, batch_size=args.batch_size,
+                                         num_workers=workers, device=args.device, precision=args.precision):
                 pass
             finished()
 
