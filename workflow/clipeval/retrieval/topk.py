@@ -210,15 +210,15 @@ class Searcher:
         if not self.untimed:
             return self.chosen.candidates(queries, k, margin)
         search = self.untimed.pop(0)
-        untimed = len(queries) // _UNTIMED_SHARE
-        found = [search.candidates(queries[:untimed], k, margin)] if untimed else []
+        warm_up = len(queries) // _UNTIMED_SHARE
+        found = [search.candidates(queries[:warm_up], k, margin)] if warm_up else []
         start = time.perf_counter()
-        rows, columns = search.candidates(queries[untimed:], k, margin)
-        self.seconds_per_query[search.name] = (time.perf_counter() - start) / (len(queries) - untimed)
-        found.append((rows + untimed, columns))
+        rows, columns = search.candidates(queries[warm_up:], k, margin)
+        self.seconds_per_query[search.name] = (time.perf_counter() - start) / (len(queries) - warm_up)
+        found.append((rows + warm_up, columns))
         timed = [search for search in self.searches if search.name in self.seconds_per_query]
         self.chosen = min(timed, key=lambda search: self.seconds_per_query[search.name])
-        return np.concatenate([rows for rows, _ in found]), np.concatenate([columns for _, columns in found])
+        return np.concatenate([part[0] for part in found]), np.concatenate([part[1] for part in found])
 
 
 def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: int, searcher) -> tuple:
