@@ -6,7 +6,7 @@ same threads and numerics profile (portable, as the workflow runs by default;
 `--numerics native` where the CPU lacks the AVX2 portable needs). Against
 it, in images per second: decoding and preprocessing alone (one process),
 `iter_image_features` reading the LMDB store with 0 and 2 DataLoader
-workers, and the whole `clipeval extract-features` process as the workflow's
+workers (`--workers` picks others), and the whole `clipeval extract-features` process as the workflow's
 rule runs it (start, model build and feature files included).
 
 The images are JPEGs at COCO's usual size (640 × 480), smooth shapes with a
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clipeval.commands._options import PRECISIONS  # no torch: it must load after pin()
 from measure import clipeval_command, print_table, run_command
 
 ARCH = "ViT-B-32"
@@ -61,7 +62,7 @@ def main(argv=None):
     parser.add_argument("--numerics", choices=("portable", "native"), default="portable",
                         help="portable (the workflow's default) needs an AVX2 CPU; native runs anywhere")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda / cuda:N")
-    parser.add_argument("--precision", default="fp32", help="fp32, or on a GPU fp16, bf16, amp")
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp16 needs a GPU")
     parser.add_argument("--batch-size", type=int, default=256,
                         help="images a loader worker prepares at a time: the images over it must exceed the workers"
                              " for all of them to be busy")
