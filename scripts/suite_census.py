@@ -1,0 +1,92 @@
+"""Where the test suite's CPU time goes, by the kind of process that spent it.
+
+    .venv/bin/python scripts/suite_census.py            # the whole suite, as `make test` runs it
+    .venv/bin/python scripts/suite_census.py tests/test_caching.py -p no:xdist
+
+Runs pytest with a `sitecustomize` module on PYTHONPATH (jobs keep it: the
+workflow's shell prefix appends to PYTHONPATH). Every Python process of the
+run, pytest's workers, Snakemake and each job, then records at exit what it
+was and the CPU seconds it used itself. The table sums them by kind: a
+`python -m clipeval` command by its subcommand, Snakemake by how it was
+started. Some CPU time is not recorded: a process that ends without running
+its exit handlers (killed by a signal, or a multiprocessing worker such as
+extraction's loader workers), and anything that is not Python (sbatch,
+squeue). The last line compares what was recorded with the CPU time of all
+of pytest's waited-for descendants, the base of the share column; the SLURM
+daemons are not among them.
+"""
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+HOOK = r'''
+import atexit, os, resource, sys
+
+def _record(log=os.environ.get("CLIPEVAL_CENSUS_LOG")):
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    arguments = " ".join(sys.argv[:3]).replace("\t", " ").replace("\n", " ")
+    with open(log, "a") as handle:
+        handle.write(f"{usage.ru_utime + usage.ru_stime:.3f}\t{arguments}\n")
+
+if os.environ.get("CLIPEVAL_CENSUS_LOG"):
+    atexit.register(_record)
+'''
+
+
+def process_kind(arguments: str) -> str:
+    """'clipeval train', 'snakemake --dry-run', … from a process's first three arguments."""
+    words = arguments.split()
+    program = words[0] if words else ""
+    for package in ("clipeval", "snakemake"):
+        if program.endswith(f"/{package}/__main__.py") or program == package:
+            detail = words[1] if len(words) > 1 else ""
+            if package == "snakemake" and not detail.startswith("--"):
+                detail = ""
+            return f"{package} {detail}".strip()
+    return "other Python (pytest and its workers, the tests' own scripts)"
+
+
+def census(log_lines):
+    """{kind: [processes, CPU seconds]} from the hook's log lines."""
+    kinds = defaultdict(lambda: [0, 0.0])
+    for line in log_lines:
+        seconds, _, arguments = line.rstrip("\n").partition("\t")
+        entry = kinds[process_kind(arguments)]
+        entry[0] += 1
+        entry[1] += float(seconds)
+    return dict(kinds)
+
+
+def main(pytest_arguments):
+    with tempfile.TemporaryDirectory() as scratch:
+        hook_dir = Path(scratch) / "hook"
+        hook_dir.mkdir()
+        (hook_dir / "sitecustomize.py").write_text(HOOK)
+        log = Path(scratch) / "census.tsv"
+        log.touch()
+        env = {**os.environ, "CLIPEVAL_CENSUS_LOG": str(log),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(hook_dir), os.environ.get("PYTHONPATH")])),
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        result = subprocess.run([sys.executable, "-m", "pytest", *pytest_arguments], cwd=REPO, env=env)
+        kinds = census(log.read_text().splitlines())
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = children.ru_utime + children.ru_stime
+    recorded = sum(seconds for _, seconds in kinds.values())
+    print("\n| process | processes | CPU s | CPU s each | share |")
+    print("|---|---|---|---|---|")
+    for kind, (count, seconds) in sorted(kinds.items(), key=lambda item: -item[1][1]):
+        print(f"| {kind} | {count} | {seconds:,.0f} | {seconds / count:.2f} | {seconds / total:.0%} |")
+    print(f"\nrecorded {recorded:,.0f} of {total:,.0f} CPU s of pytest and its descendants;"
+          f" pytest exited with {result.returncode}")
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
