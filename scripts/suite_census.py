@@ -1,7 +1,7 @@
 """Where the test suite's CPU time goes, by the kind of process that spent it.
 
     .venv/bin/python scripts/suite_census.py            # the whole suite, as `make test` runs it
-    .venv/bin/python scripts/suite_census.py tests/test_caching.py -p no:xdist
+    .venv/bin/python scripts/suite_census.py tests/test_caching.py -n 0
 
 Runs pytest with a `sitecustomize` module on PYTHONPATH (jobs keep it: the
 workflow's shell prefix appends to PYTHONPATH). Every Python process of the

@@ -23,7 +23,7 @@ settings.load_profile("clipeval")
 # The files that run whole workflows go first, longest first (as a fresh-clone
 # run measured them: 583, 457, 374 and 236 s of one worker; then about 60),
 # with the SLURM test (231 s) ahead of them all: about half of its time it
-# waits on the cluster (run alone, `pytest -p no:xdist tests/test_slurm.py`
+# waits on the cluster (run alone, `pytest -n 0 tests/test_slurm.py`
 # kept 46% of two cores busy by /proc/stat's counts), and that
 # half goes to the other worker's tests. pytest-xdist hands whole files to its
 # two workers in collection order (pyproject.toml turns off its own reordering,
