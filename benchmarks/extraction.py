@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from clipeval.commands._options import PRECISIONS  # no torch: it must load after pin()
-from measure import clipeval_command, print_table, run_command
+from measure import clipeval_command, exit_status, print_table, run_command
 
 ARCH = "ViT-B-32"
 SIZE = (640, 480)
@@ -77,29 +77,31 @@ def main(argv=None):
 
     from clipeval.data.image_lmdb import ImageStore, write_image_store
     from clipeval.features.encode import FORWARD_BLOCK, iter_image_features, prepare_model_for_precision
-    from clipeval.models.build import build_model
+    from clipeval.models.build import build_model, resolve_device
 
-    on_gpu = torch.device(args.device).type == "cuda"
-    where = f"{torch.cuda.get_device_name(torch.device(args.device))}" if on_gpu else "CPU"
+    device = resolve_device(args.device)  # a GPU torch does not see ends here, in one line
+    on_gpu = torch.device(device).type == "cuda"
+    where = f"{torch.cuda.get_device_name(torch.device(device))}" if on_gpu else "CPU"
+    model, transform, _ = build_model(ARCH, None, device=device)
+    model.eval()
+    # Before the images are made: a precision the device cannot run (fp16 on the CPU) stops here.
+    floor_model, input_dtype, autocast = prepare_model_for_precision(model, args.precision, device)
 
     def finished():
         if on_gpu:
-            torch.cuda.synchronize(args.device)
+            torch.cuda.synchronize(device)
 
     with tempfile.TemporaryDirectory() as workdir:
         store_path = Path(workdir) / "images.lmdb"
         write_image_store(store_path, enumerate(photo_like_jpegs(args.images)))
         store = ImageStore(store_path)
         image_ids = store.image_ids()
-        model, transform, _ = build_model(ARCH, None, device=args.device)
-        model.eval()
 
         def preprocess_all():
             return torch.stack([transform(store.image(int(image_id))) for image_id in image_ids])
 
         rates = {"decode and preprocess alone, one process": images_per_second(len(image_ids), preprocess_all)}
-        floor_model, input_dtype, autocast = prepare_model_for_precision(model, args.precision, args.device)
-        pixels = preprocess_all().to(args.device, dtype=input_dtype)
+        pixels = preprocess_all().to(device, dtype=input_dtype)
 
         def forward_only():
             with torch.inference_mode(), autocast():
@@ -111,13 +113,13 @@ def main(argv=None):
 
         def extract(workers):
             for _ in iter_image_features(model, transform, store, image_ids, batch_size=args.batch_size,
-                                         num_workers=workers, device=args.device, precision=args.precision):
+                                         num_workers=workers, device=device, precision=args.precision):
                 pass
             finished()
 
         command = clipeval_command(
             "extract-features", "--arch", ARCH, "--images", store_path, "--image-output", Path(workdir) / "f.jsonl",
-            "--batch-size", args.batch_size, "--num-workers", max(args.workers), "--device", args.device,
+            "--batch-size", args.batch_size, "--num-workers", max(args.workers), "--device", device,
             "--precision", args.precision, "--numerics", args.numerics)
         peaks = []
 
@@ -152,4 +154,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_status(main))

@@ -94,6 +94,18 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores; " + "; ".join(blas)
 
 
+def exit_status(main) -> int:
+    """main()'s exit status; a setting this machine cannot run (a ClipevalError: a GPU that is not there,
+    fp16 on the CPU) ends in its one-line message and status 1 rather than a traceback."""
+    from clipeval.errors import ClipevalError
+
+    try:
+        return main()
+    except ClipevalError as error:
+        print(f"{os.path.basename(sys.argv[0])}: error: {error}", file=sys.stderr)
+        return 1
+
+
 def print_table(title, header, rows):
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     print(f"\n### {title}\n")
