@@ -43,9 +43,10 @@ if os.environ.get("CLIPEVAL_CENSUS_LOG"):
 def process_kind(arguments: str) -> str:
     """'clipeval train', 'snakemake --dry-run', … from a process's first three arguments."""
     words = arguments.split()
-    program = words[0] if words else ""
+    program = Path(words[0]) if words else Path()
     for package in ("clipeval", "snakemake"):
-        if program.endswith(f"/{package}/__main__.py") or program == package:
+        # `python -m package` runs package/__main__.py; the console script is bin/package
+        if program.parts[-2:] == (package, "__main__.py") or program.name == package:
             detail = words[1] if len(words) > 1 else ""
             if package == "snakemake" and not detail.startswith("--"):
                 detail = ""
