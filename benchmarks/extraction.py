@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from clipeval.commands._options import PRECISIONS  # no torch: it must load after pin()
-from measure import clipeval_command, exit_status, print_table, run_command
+from measure import at_least, clipeval_command, exit_status, print_table, run_command
 
 ARCH = "ViT-B-32"
 SIZE = (640, 480)
@@ -57,16 +57,16 @@ def images_per_second(count, function):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=int, default=256, help="images in the store (a multiple of 64 is fairest)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--images", type=at_least(1), default=256, help="images in the store (a multiple of 64 is fairest)")
+    parser.add_argument("--rounds", type=at_least(1), default=2)
     parser.add_argument("--numerics", choices=("portable", "native"), default="portable",
                         help="portable (the workflow's default) needs an AVX2 CPU; native runs anywhere")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda / cuda:N")
     parser.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp16 needs a GPU")
-    parser.add_argument("--batch-size", type=int, default=256,
+    parser.add_argument("--batch-size", type=at_least(1), default=256,
                         help="images a loader worker prepares at a time: the images over it must exceed the workers"
                              " for all of them to be busy")
-    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2],
+    parser.add_argument("--workers", type=at_least(0), nargs="+", default=[0, 2],
                         help="DataLoader worker counts to measure; the whole process runs with the largest")
     args = parser.parse_args(argv)
 

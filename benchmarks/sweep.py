@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from measure import best_seconds, print_table
+from measure import at_least, best_seconds, print_table
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -90,8 +90,8 @@ def comparison_rows(num_models, workdir):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", type=int, nargs="+", default=[10, 100])
-    parser.add_argument("--compared", type=int, default=6, help="models in the timed comparison job")
+    parser.add_argument("--models", type=at_least(1), nargs="+", default=[10, 100])
+    parser.add_argument("--compared", type=at_least(2), default=6, help="models in the timed comparison job")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as directory:
