@@ -32,8 +32,9 @@ import atexit, os, resource, sys
 def _record(log=os.environ.get("CLIPEVAL_CENSUS_LOG")):
     usage = resource.getrusage(resource.RUSAGE_SELF)
     arguments = " ".join(sys.argv[:3]).replace("\t", " ").replace("\n", " ")
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").replace("\t", " ")
     with open(log, "a") as handle:
-        handle.write(f"{usage.ru_utime + usage.ru_stime:.3f}\t{arguments}\n")
+        handle.write(f"{usage.ru_utime + usage.ru_stime:.3f}\t{arguments}\t{test}\n")
 
 if os.environ.get("CLIPEVAL_CENSUS_LOG"):
     atexit.register(_record)
@@ -54,15 +55,27 @@ def process_kind(arguments: str) -> str:
     return "other Python (pytest and its workers, the tests' own scripts)"
 
 
-def census(log_lines):
-    """{kind: [processes, CPU seconds]} from the hook's log lines."""
-    kinds = defaultdict(lambda: [0, 0.0])
+def test_of(current_test: str) -> str:
+    """'tests/x.py::test_y[row]' from PYTEST_CURRENT_TEST ('… (setup)'); module fixtures count as setup."""
+    return current_test.rsplit(" (", 1)[0] if current_test else ""
+
+
+def census(log_lines, key=lambda arguments, test: process_kind(arguments)):
+    """{key: [processes, CPU seconds]} from the hook's log lines, by process kind unless `key` says otherwise."""
+    groups = defaultdict(lambda: [0, 0.0])
     for line in log_lines:
-        seconds, _, arguments = line.rstrip("\n").partition("\t")
-        entry = kinds[process_kind(arguments)]
+        seconds, arguments, test = (line.rstrip("\n").split("\t") + [""])[:3]
+        entry = groups[key(arguments, test_of(test))]
         entry[0] += 1
         entry[1] += float(seconds)
-    return dict(kinds)
+    return dict(groups)
+
+
+def print_table(title, groups, total, rows=None):
+    print(f"\n| {title} | processes | CPU s | CPU s each | share |")
+    print("|---|---|---|---|---|")
+    for name, (count, seconds) in sorted(groups.items(), key=lambda item: -item[1][1])[:rows]:
+        print(f"| {name} | {count} | {seconds:,.0f} | {seconds / count:.2f} | {seconds / total:.0%} |")
 
 
 def main(pytest_arguments):
@@ -76,14 +89,19 @@ def main(pytest_arguments):
                "PYTHONPATH": os.pathsep.join(filter(None, [str(hook_dir), os.environ.get("PYTHONPATH")])),
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
         result = subprocess.run([sys.executable, "-m", "pytest", *pytest_arguments], cwd=REPO, env=env)
-        kinds = census(log.read_text().splitlines())
+        lines = log.read_text().splitlines()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = children.ru_utime + children.ru_stime
+    kinds = census(lines)
     recorded = sum(seconds for _, seconds in kinds.values())
-    print("\n| process | processes | CPU s | CPU s each | share |")
-    print("|---|---|---|---|---|")
-    for kind, (count, seconds) in sorted(kinds.items(), key=lambda item: -item[1][1]):
-        print(f"| {kind} | {count} | {seconds:,.0f} | {seconds / count:.2f} | {seconds / total:.0%} |")
+    print_table("process", kinds, total)
+    # The processes a test started (Snakemake, its jobs, commands), by the test;
+    # a module-scoped fixture's runs count to the first test that asked for it.
+    # What a test computes in pytest's own process is not split by test.
+    in_tests = {name: entry for name, entry in census(lines, key=lambda arguments, test: test).items() if name}
+    outside = "(none: pytest's own processes, their CPU in the tests included)"
+    print_table("test file", census(lines, key=lambda arguments, test: test.split("::")[0] or outside), total)
+    print_table("test (the 25 costliest)", in_tests, total, rows=25)
     print(f"\nrecorded {recorded:,.0f} of {total:,.0f} CPU s of pytest and its descendants;"
           f" pytest exited with {result.returncode}")
     return result.returncode
