@@ -267,6 +267,7 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
 
     result = snakemake(workdir, "--cores", JOB_CORES)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert planned_jobs(workdir) == {}
     rows = read_summary(workdir)
     datasets = ["shapes-test", "shapes-classes", "flickr-like"]
     assert [(r["model"], r["dataset"]) for r in rows] == [(m, d) for m in ("tiny-shapes", "tiny-copy") for d in datasets]
