@@ -55,6 +55,16 @@ def run_jobs(workdir, *args, env=None):
     return job_counts(result.stdout + result.stderr)
 
 
+def run_as_planned(workdir, contained, env=None):
+    """Plan, run and plan again: the plan holds each of the `contained` job sets, the run does
+    exactly the plan, and afterwards nothing is left to do. Returns the plan."""
+    planned = planned_jobs(workdir, env=env)
+    assert all(planned.get(rule, 0) >= count for jobs in contained for rule, count in jobs.items()), planned
+    assert run_jobs(workdir, env=env) == planned
+    assert planned_jobs(workdir, env=env) == {}
+    return planned
+
+
 def plus(*job_sets):
     """{rule: count} summed over several job sets."""
     total = {}
