@@ -1,5 +1,7 @@
 """Re-run exactly what changed: each row changes one thing after a full run
-and asserts the exact jobs Snakemake plans, then that it runs exactly those."""
+and asserts the exact jobs Snakemake plans; then that a run does exactly what
+was planned and leaves nothing to do, for some rows alone, for the others
+all at once (RUN_ALONE below)."""
 
 import base64
 import json
