@@ -175,7 +175,7 @@ def upgraded_libraries(workdir):
 
 
 @pytest.mark.parametrize("distribution", list(VERSION_MATRIX))
-def test_library_upgrade_reruns_the_stages_that_use_it(baseline, tmp_path, distribution):
+def test_library_upgrade_plans_the_stages_that_use_it(baseline, tmp_path, distribution):
     workdir = copy_experiment(baseline, tmp_path / "experiment")
     env = fake_installed_version(workdir, distribution, "999.0")
     assert planned_jobs(workdir, env=env) == VERSION_MATRIX[distribution]
