@@ -9,10 +9,10 @@ run, pytest's workers, Snakemake and each job, then records at exit what it
 was, the test that started it (PYTEST_CURRENT_TEST, which subprocesses
 inherit) and the CPU seconds it used itself. The first table sums them by
 kind: a `python -m clipeval` command by its subcommand, Snakemake by how it
-was started; the next two by test file and by test. Some CPU time is not recorded: a process that ends without running
-its exit handlers (killed by a signal, or a multiprocessing worker such as
-extraction's loader workers), and anything that is not Python (sbatch,
-squeue). The last line compares what was recorded with the CPU time of all
+was started; the next two by test file and by test. Some CPU time is not
+recorded: a process that ends without running its exit handlers (killed by
+a signal, or a multiprocessing worker such as extraction's loader workers),
+and anything that is not Python (sbatch, squeue). The last line compares what was recorded with the CPU time of all
 of pytest's waited-for descendants, the base of the share column; the SLURM
 daemons are not among them.
 """
