@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clipeval.commands._options import PRECISIONS  # no torch: it must load after pin()
-from measure import at_least, clipeval_command, exit_status, print_table, run_command
+from clipeval.commands._options import PRECISIONS, at_least  # no torch: it must load after pin()
+from measure import clipeval_command, exit_status, print_table, run_command
 
 ARCH = "ViT-B-32"
 SIZE = (640, 480)

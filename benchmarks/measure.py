@@ -1,6 +1,5 @@
 """What every benchmark shares: timings, peak memory of a command, the data shapes and the table."""
 
-import argparse
 import importlib
 import os
 import platform
@@ -93,17 +92,6 @@ def machine() -> str:
     except ImportError:
         blas.append("threadpoolctl not installed: BLAS kernels unknown")
     return f"{cpu}, {os.cpu_count()} cores; " + "; ".join(blas)
-
-
-def at_least(minimum):
-    """An argparse type: an integer no smaller than `minimum`, else argparse's own one-line error."""
-    def count(text):
-        value = int(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
-        return value
-    count.__name__ = "integer"  # argparse names the type in "invalid integer value: 'x'"
-    return count
 
 
 def exit_status(main) -> int:

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from measure import at_least, best_seconds, print_table
+from clipeval.commands._options import at_least
+from measure import best_seconds, print_table
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 

@@ -353,6 +353,30 @@ def test_train_subcommand(tmp_path, shapes_dataset):
     assert (tmp_path / "ck.pt").is_file()
 
 
+@pytest.mark.parametrize("command, option, value, message", [
+    ("extract-features", "--num-workers", "-1", "must be 0 or more, got -1"),
+    ("extract-features", "--batch-size", "0", "must be 1 or more, got 0"),
+    ("extract-features", "--shard-size", "-5", "must be 0 or more, got -5"),
+    ("extract-features", "--batch-size", "x", "invalid integer value: 'x'"),
+    ("train", "--batch-size", "1", "must be 2 or more, got 1"),
+    ("train", "--epochs", "0", "must be 1 or more, got 0"),
+    ("train", "--seed", "-1", "must be 0 or more, got -1"),
+])
+def test_counts_out_of_range_are_refused_before_anything_runs(shapes_dataset, tmp_path, command, option, value, message):
+    """A count the command cannot use (a negative worker count would end in DataLoader's traceback, a zero
+    batch in a division by zero) stops at the option, in argparse's one line, with nothing written."""
+    arguments = {
+        "extract-features": ["--arch", "clipeval-tiny", "--images", shapes_dataset / "images.lmdb",
+                             "--image-output", tmp_path / "out.jsonl", "--device", "cpu"],
+        "train": ["--arch", "clipeval-tiny", "--dataset", shapes_dataset, "--output", tmp_path / "out.jsonl",
+                  "--epochs", 1, "--batch-size", 20, "--lr", "1e-3", "--seed", 0],
+    }[command]
+    result = run_cli(command, *arguments, option, value)  # argparse keeps the last of a repeated option
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == f"clipeval {command}: error: argument {option}: {message}"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_json_inputs_are_one_line_errors(chain, tmp_path):
     (tmp_path / "nested.jsonl").write_text('{"image_id": 1, "feature": [[1], [2]]}\n')
     result = knn_cli(tmp_path / "nested.jsonl", chain / "feats/texts.jsonl", tmp_path / "p.jsonl")

@@ -6,11 +6,17 @@ from pathlib import Path
 PRECISIONS = ("fp32", "fp16", "bf16", "amp")
 
 
-def count(text) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+def at_least(minimum):
+    """An argparse type: an integer of `minimum` or more, else argparse's one-line error naming the option."""
+    def integer(text) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+    return integer
+
+
+count = at_least(0)
 
 
 def add_model_options(parser):
@@ -21,9 +27,9 @@ def add_model_options(parser):
 
 
 def add_compute_options(parser, workers=False):
-    parser.add_argument("--batch-size", type=int, default=256, help="items per loader batch (a speed knob)")
+    parser.add_argument("--batch-size", type=at_least(1), default=256, help="items per loader batch (a speed knob)")
     if workers:
-        parser.add_argument("--num-workers", type=int, default=2, help="image decoding processes")
+        parser.add_argument("--num-workers", type=count, default=2, help="image decoding processes")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
 
 

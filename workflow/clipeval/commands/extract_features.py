@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from clipeval.commands._options import add_compute_options, add_model_options
+from clipeval.commands._options import add_compute_options, add_model_options, count
 from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "encode a dataset's images and/or captions"
@@ -13,8 +13,8 @@ def add_arguments(parser):
     parser.add_argument("--texts", type=Path, help="texts.jsonl")
     parser.add_argument("--image-output", type=Path)
     parser.add_argument("--text-output", type=Path)
-    parser.add_argument("--shard-size", type=int, default=0, help="images per shard; 0 (default): one shard")
-    parser.add_argument("--shard-index", type=int, default=0)
+    parser.add_argument("--shard-size", type=count, default=0, help="images per shard; 0 (default): one shard")
+    parser.add_argument("--shard-index", type=count, default=0)
     add_compute_options(parser, workers=True)
     add_numerics_options(parser)
 

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from clipeval.commands._options import at_least, count
 from clipeval.models.numerics import add_options as add_numerics_options, pin
 
 HELP = "train a CLIP from scratch on a prepared dataset"
@@ -10,10 +11,10 @@ def add_arguments(parser):
     parser.add_argument("--arch", required=True)
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--epochs", type=int, required=True)
-    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--epochs", type=at_least(1), required=True)
+    parser.add_argument("--batch-size", type=at_least(2), required=True, help="2 or more: the loss contrasts pairs")
     parser.add_argument("--lr", type=float, required=True)
-    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--seed", type=count, required=True)
     add_numerics_options(parser)
 
 
