@@ -56,7 +56,7 @@ def process_kind(arguments: str) -> str:
     return "other Python (pytest and its workers, the tests' own scripts)"
 
 
-def test_of(current_test: str) -> str:
+def started_by(current_test: str) -> str:
     """'tests/x.py::test_y[row]' from PYTEST_CURRENT_TEST ('… (setup)'); module fixtures count as setup."""
     return current_test.rsplit(" (", 1)[0] if current_test else ""
 
@@ -66,7 +66,7 @@ def census(log_lines, key=lambda arguments, test: process_kind(arguments)):
     groups = defaultdict(lambda: [0, 0.0])
     for line in log_lines:
         seconds, arguments, test = (line.rstrip("\n").split("\t") + [""])[:3]
-        entry = groups[key(arguments, test_of(test))]
+        entry = groups[key(arguments, started_by(test))]
         entry[0] += 1
         entry[1] += float(seconds)
     return dict(groups)
