@@ -221,12 +221,19 @@ def test_auto_on_real_searches_names_the_faster_per_query():
 
 
 @pytest.mark.parametrize("search", SEARCH_NAMES)
-def test_queries_in_many_blocks_give_the_same_lists(monkeypatch, search):
+@pytest.mark.parametrize("threads", ["1", "3"])
+# numpy: chunks of 7 queries against 3 tiles of 66 or 67 items, or against 34 tiles of 5 or 6 items, fewer than k
+@pytest.mark.parametrize("tile_width", [67, 6])
+def test_queries_in_many_blocks_give_the_same_lists(monkeypatch, search, threads, tile_width):
     rng = np.random.default_rng(5)
     gallery, gallery_ids = gallery_with_duplicates(rng, 200, 8, 40)
     queries = np.concatenate([unit_rows(rng, 50, 8), gallery[:20]])
-    monkeypatch.setattr(topk, "_SCORE_BLOCK_BYTES", 4 * 200 * 7)  # numpy: 7 queries a block
+    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    monkeypatch.setattr(topk, "_MIN_CHUNK_ROWS", 7)
+    monkeypatch.setattr(topk, "_CHUNK_SCORE_BYTES", 4 * 7 * tile_width)
     monkeypatch.setattr(FaissSearch, "rows_per_block", 11)
+    numpy_search = topk.MatmulSearch(gallery)
+    assert numpy_search.rows_per_chunk == 7 and len(numpy_search.tile_bounds) - 1 == {67: 3, 6: 34}[tile_width]
     ids, scores = top_k(queries, gallery, gallery_ids, 10, cpu_searcher(gallery, search))
     expected_ids, expected_scores = ranking_rule_top_k(queries, gallery, gallery_ids, 10)
     assert np.array_equal(ids, expected_ids) and np.array_equal(scores, expected_scores)

@@ -7,9 +7,10 @@ so with a margin of twice the tolerance the exact top-k, ties included, is
 among those candidates, whatever order the search summed in. The candidates
 alone are then scored exactly and ordered by the ranking rule: the result
 does not depend on which search found them. Both searches hand them over
-grouped by ascending query row. The work after each block's product (the
-numpy search's candidate pass, the rescoring and the ordering) is split by
-query rows over the job's threads; numpy's BLAS already spreads the product.
+grouped by ascending query row. The numpy search splits each block's queries
+over the job's threads, and each thread multiplies its own chunks with BLAS
+held to one thread, then passes over their scores; the rescoring and the
+ordering are split over the threads the same way.
 
 Two searches find candidates: numpy's matrix product (its BLAS) and FAISS
 (a GPU index when faiss sees a GPU). On the CPU, which is faster depends on
@@ -25,15 +26,22 @@ a few hundred rows against a large gallery.)
 import time
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import Direction
 from clipeval.retrieval.ranking_rule import exact_pair_scores, order_pairs_by_ranking_rule, score_tolerance
-from clipeval.threads import in_threads, row_parts
+from clipeval.threads import compute_threads, in_threads, row_parts
 
 SEARCHES = ("auto", "numpy", "faiss")
-_SCORE_BLOCK_BYTES = 64 << 20  # float32 scores of one block of queries against the whole gallery
+# Each thread of the numpy search multiplies a chunk of queries at a time, with BLAS held to one thread, and
+# passes over the chunk's scores while the other threads multiply: measured faster than BLAS's own threads
+# followed by a threaded pass over a whole block (README, "Benchmarks").
+_CHUNK_SCORE_BYTES = 32 << 20  # float32 scores of one thread's chunk
+# A chunk has at least this many queries: a one-thread product repacks the gallery for every call, a cost
+# that fewer queries do not amortize. A gallery too large for that is multiplied in tiles of columns.
+_MIN_CHUNK_ROWS = 512
 _GPU_MAX_K = 2048  # FAISS GPU flat indexes answer at most this many neighbours
 # The numpy search splits each row of scores into groups and only looks inside
 # the groups whose maximum can reach the k-th best: at least this many groups.
@@ -52,28 +60,51 @@ _UNTIMED_SHARE = 4
 
 
 class MatmulSearch:
-    """float32 scores as numpy matrix products, a block of queries at a time."""
+    """float32 scores as numpy matrix products, a chunk of queries against a tile of the gallery at a time."""
 
     name = "numpy"
 
     def __init__(self, gallery: np.ndarray):
         self.gallery = gallery
-        self.rows_per_block = max(1, _SCORE_BLOCK_BYTES // (4 * len(gallery)))
+        n = max(1, len(gallery))
+        tiles = -(-_MIN_CHUNK_ROWS * 4 * n // _CHUNK_SCORE_BYTES)
+        self.tile_bounds = np.linspace(0, len(gallery), tiles + 1).astype(np.int64)
+        widest = max(1, int(np.diff(self.tile_bounds).max()))
+        self.rows_per_chunk = max(1, _CHUNK_SCORE_BYTES // (4 * widest))
+        self.rows_per_block = self.rows_per_chunk * compute_threads()
+        self._blas = ThreadpoolController()
 
     def candidates(self, queries: np.ndarray, k: int, margin: float):
         n = len(self.gallery)
         if k >= n:
             return np.repeat(np.arange(len(queries)), n), np.tile(np.arange(n), len(queries))
-        scores = queries @ self.gallery.T
         parts = row_parts(len(queries))
-        found = in_threads(lambda start, stop: _candidates_in(scores[start:stop], k, margin), parts)
+        with self._blas.limit(limits=1, user_api="blas"):
+            found = in_threads(lambda start, stop: self._chunk_candidates(queries[start:stop], k, margin), parts)
         rows = np.concatenate([part_rows + start for (start, _), (part_rows, _) in zip(parts, found)])
         return rows, np.concatenate([columns for _, columns in found])
 
+    def _chunk_candidates(self, queries, k, margin):
+        """One thread's share of candidates, chunk by chunk. Each tile keeps what is within `margin` of its
+        own k-th best, which is no better than the row's: so the tiles together keep every candidate."""
+        found_rows, found_columns = [], []
+        for start in range(0, len(queries), self.rows_per_chunk):
+            chunk = queries[start:start + self.rows_per_chunk]
+            in_tiles = [_within_margin_of_kth(chunk @ self.gallery[first:end].T, k, margin, first)
+                        for first, end in zip(self.tile_bounds[:-1].tolist(), self.tile_bounds[1:].tolist())]
+            rows, columns = _near_kth(*(np.concatenate(found) for found in zip(*in_tiles)), k, margin)
+            found_rows.append(rows + start)
+            found_columns.append(columns)
+        return np.concatenate(found_rows), np.concatenate(found_columns)
 
-def _candidates_in(scores: np.ndarray, k: int, margin: float):
-    """(rows, columns) of the scores within `margin` of their row's k-th best, by ascending row."""
+
+def _within_margin_of_kth(scores: np.ndarray, k: int, margin: float, first_column: int):
+    """(rows, columns + first_column, scores) of the scores within `margin` of their row's k-th best, or of
+    every score where a row has k or fewer."""
     rows_count, n = scores.shape
+    if k >= n:
+        rows, columns = np.repeat(np.arange(rows_count), n), np.tile(np.arange(n), rows_count)
+        return rows, columns + first_column, scores.ravel()
     # Columns fall into `groups` interleaved groups (column c into group c % groups) and a ragged tail.
     # Only the groups whose maximum reaches near the k-th best hold candidates; an interleaved
     # group's maximum is an elementwise maximum over contiguous rows, the fastest reduction numpy has.
@@ -94,7 +125,7 @@ def _candidates_in(scores: np.ndarray, k: int, margin: float):
     rows_t, _, columns_t = _at_least(scores[tail_rows, whole:], tail_rows, floor)
     rows = np.concatenate([rows, rows_t])
     columns = np.concatenate([place * groups + hit_groups[inside][hit], whole + columns_t])
-    return _near_kth(rows, columns, scores[rows, columns], k, margin)
+    return rows, columns + first_column, scores[rows, columns]
 
 
 def _at_least(values, value_rows, floor):
