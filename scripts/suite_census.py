@@ -39,6 +39,17 @@ def _record(log=os.environ.get("CLIPEVAL_CENSUS_LOG")):
 
 if os.environ.get("CLIPEVAL_CENSUS_LOG"):
     atexit.register(_record)
+
+# This module hides any other sitecustomize (a distribution's own, say): run the next one on the path.
+def _run_shadowed():
+    import importlib.machinery, importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+_run_shadowed()
 '''
 
 
