@@ -42,7 +42,11 @@ def shape_rows(shape, directions, workdir, gpu=None):
     for direction in directions:
         queries, gallery = direction_sides(images, texts, direction)
         ids = np.arange(len(gallery))
-        floor = best_seconds(lambda: queries @ gallery.T)
+
+        def product():
+            return queries @ gallery.T
+
+        floor = best_seconds(product)
         faiss_search = FaissSearch(gallery, "cpu")
         timed = {"FAISS flat search alone": best_seconds(lambda: faiss_search.search(queries, TOP_K))}
         if gpu:
@@ -61,6 +65,9 @@ def shape_rows(shape, directions, workdir, gpu=None):
         timed[f"top_k, auto search (kept: {', '.join(kept)})"] = auto_seconds
         for search in ("numpy", "faiss"):
             timed[f"top_k, {search} search"] = best_seconds(lambda: searched(search))
+        # Timed again after the searches, the fastest kept: in three runs at COCO-5K t2i the first best of three
+        # took 0.637 to 0.889 s, while top_k's times stayed within 3%.
+        floor = min(floor, best_seconds(product))
         if gpu:
             timed["top_k, GPU search"] = best_seconds(lambda: top_k(queries, gallery, ids, TOP_K,
                                                                     Searcher(gallery, gpu)))
