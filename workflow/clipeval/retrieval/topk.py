@@ -145,8 +145,10 @@ def _near_kth(rows, columns, approximate, k, margin):
 
 
 class FaissSearch:
-    """float32 scores from a FAISS flat index: on a GPU when asked (`cuda`, `cuda:N`) or, under `auto`,
-    when faiss sees one; on the CPU otherwise. The device names are torch's, as for extraction."""
+    """float32 scores from FAISS's exhaustive search: a flat index on a GPU when asked (`cuda`, `cuda:N`) or,
+    under `auto`, when faiss sees one; on the CPU otherwise, where it searches the gallery array itself
+    (faiss.knn, the search a flat index runs, without the index's copy of the gallery). The device names
+    are torch's, as for extraction."""
 
     name = "faiss"
     # FAISS bounds its own memory; it is slow when handed few queries at a time against a large gallery.
@@ -158,9 +160,8 @@ class FaissSearch:
         except ImportError:
             raise ClipevalError("knn needs FAISS, and no FAISS build is installed: pip install 'clipeval[cpu]',"
                                 " or 'clipeval[gpu]' on a CUDA host") from None
-        self.gallery = gallery
-        self.cpu_index = faiss.IndexFlatIP(gallery.shape[1])
-        self.cpu_index.add(gallery)
+        self._faiss = faiss
+        self.gallery = np.ascontiguousarray(gallery, dtype=np.float32)
         self.gpu_index = None
         gpus = faiss.get_num_gpus() if hasattr(faiss, "StandardGpuResources") else 0
         number = gpu_number(device, "knn device")
@@ -171,7 +172,9 @@ class FaissSearch:
             number = 0
         if number is not None:
             self._resources = faiss.StandardGpuResources()
-            self.gpu_index = faiss.index_cpu_to_gpu(self._resources, number, self.cpu_index)
+            cpu_index = faiss.IndexFlatIP(gallery.shape[1])
+            cpu_index.add(self.gallery)
+            self.gpu_index = faiss.index_cpu_to_gpu(self._resources, number, cpu_index)
 
     @property
     def uses_gpu(self) -> bool:
@@ -179,8 +182,9 @@ class FaissSearch:
 
     def search(self, queries: np.ndarray, k: int):
         """FAISS's own (float32 scores, gallery rows), best first; its tie order is its own."""
-        index = self.gpu_index if self.gpu_index is not None and k <= _GPU_MAX_K else self.cpu_index
-        return index.search(np.ascontiguousarray(queries), k)
+        if self.gpu_index is not None and k <= _GPU_MAX_K:
+            return self.gpu_index.search(np.ascontiguousarray(queries), k)
+        return self._faiss.knn(queries, self.gallery, k, metric=self._faiss.METRIC_INNER_PRODUCT)
 
     def candidates(self, queries: np.ndarray, k: int, margin: float):
         n = len(self.gallery)
