@@ -77,7 +77,7 @@ class MatmulSearch:
     def candidates(self, queries: np.ndarray, k: int, margin: float):
         n = len(self.gallery)
         if k >= n:
-            return np.repeat(np.arange(len(queries)), n), np.tile(np.arange(n), len(queries))
+            return _every_pair(len(queries), n)
         parts = row_parts(len(queries))
         with self._blas.limit(limits=1, user_api="blas"):
             found = in_threads(lambda start, stop: self._chunk_candidates(queries[start:stop], k, margin), parts)
@@ -103,7 +103,7 @@ def _within_margin_of_kth(scores: np.ndarray, k: int, margin: float, first_colum
     every score where a row has k or fewer."""
     rows_count, n = scores.shape
     if k >= n:
-        rows, columns = np.repeat(np.arange(rows_count), n), np.tile(np.arange(n), rows_count)
+        rows, columns = _every_pair(rows_count, n)
         return rows, columns + first_column, scores.ravel()
     # Columns fall into `groups` interleaved groups (column c into group c % groups) and a ragged tail.
     # Only the groups whose maximum reaches near the k-th best hold candidates; an interleaved
@@ -126,6 +126,11 @@ def _within_margin_of_kth(scores: np.ndarray, k: int, margin: float, first_colum
     rows = np.concatenate([rows, rows_t])
     columns = np.concatenate([place * groups + hit_groups[inside][hit], whole + columns_t])
     return rows, columns + first_column, scores[rows, columns]
+
+
+def _every_pair(rows_count: int, n: int):
+    """(rows, columns) of every score of a (rows_count, n) matrix, row by row."""
+    return np.repeat(np.arange(rows_count), n), np.tile(np.arange(n), rows_count)
 
 
 def _at_least(values, value_rows, floor):
