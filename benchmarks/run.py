@@ -3,6 +3,7 @@
 import extraction
 import feature_io
 import knn
+import knn_settings
 import scoring
 import sweep
 from measure import machine
@@ -11,6 +12,7 @@ if __name__ == "__main__":
     print(f"Machine: {machine()}")
     extraction.main([])  # first: it pins torch's numerics, which must happen before anything imports torch
     knn.main([])
+    knn_settings.main([])
     feature_io.main([])
     scoring.main([])
     sweep.main([])

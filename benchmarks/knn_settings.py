@@ -1,0 +1,162 @@
+"""The numpy knn search's settings against others, text→image at one shape (COCO-5K unless told).
+
+knn's numpy search (workflow/clipeval/retrieval/topk.py) has four sizes chosen
+by measurement: the scores a thread's chunk of queries holds (32 MiB, at
+least 512 queries), the gallery's column tiles (as few as that allows), the
+groups its candidate pass looks at (256) and the pairs rescored a step
+(512). This script times each against other values on this machine, as
+ratios to the float32 product of the same shape, and checks that every
+variant finds the same candidates and the same top-k, as the ranking rule
+says it must. Run it where the search runs (another CPU, more threads) to
+see whether those sizes still hold there.
+"""
+
+import argparse
+import contextlib
+import inspect
+import sys
+
+import numpy as np
+
+from measure import SHAPES, best_seconds, exit_status, print_table, retrieval_features
+
+TOP_K = 10
+
+
+@contextlib.contextmanager
+def patched(module, **values):
+    """The module's constants set to `values` inside the block, restored after it."""
+    saved = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+def blocks_of(queries, search):
+    return [queries[start:start + search.rows_per_block] for start in range(0, len(queries), search.rows_per_block)]
+
+
+def candidates_of(search, blocks, margin):
+    return [search.candidates(block, TOP_K, margin) for block in blocks]
+
+
+def same_candidates(found, expected):
+    """The same (row, column) pairs for each block, in whatever order the search listed them."""
+    def pairs(rows, columns):
+        return np.sort(rows.astype(np.int64) * (1 << 32) + columns)
+    return all(np.array_equal(pairs(*mine), pairs(*theirs)) for mine, theirs in zip(found, expected))
+
+
+def settings_rows(shape):
+    from threadpoolctl import ThreadpoolController
+
+    from clipeval.retrieval import topk
+    from clipeval.retrieval.ranking_rule import exact_pair_scores, score_tolerance
+    from clipeval.threads import in_threads, row_parts
+
+    n_texts, n_images = SHAPES[shape]
+    images, queries = retrieval_features(n_texts, n_images)
+    ids = np.arange(n_images)
+    margin = 2.0 * score_tolerance(queries, images)
+
+    def product():
+        return queries @ images.T
+
+    floor = best_seconds(product)
+    rows = []
+
+    def add(setting, what, seconds):
+        rows.append([setting, what, seconds])
+
+    def numpy_top_k():
+        return topk.top_k(queries, images, ids, TOP_K, topk.Searcher(images, "cpu", "numpy"))
+
+    expected_ids, expected_scores = numpy_top_k()
+    configured = topk.MatmulSearch(images)
+    blocks = blocks_of(queries, configured)
+    expected = candidates_of(configured, blocks, margin)
+    # The configured settings are timed first and again last, the faster kept, as the floor is: the rows
+    # between them are compared with the configured ones' least disturbed time.
+    configured_runs = {"top_k, numpy search": numpy_top_k}
+    add("as configured", "top_k, numpy search", best_seconds(numpy_top_k))
+
+    def products_alone():
+        def products(start, stop):
+            part = queries[start:stop]
+            for first in range(0, len(part), configured.rows_per_chunk):
+                part[first:first + configured.rows_per_chunk] @ images.T
+        with ThreadpoolController().limit(limits=1, user_api="blas"):
+            in_threads(products, row_parts(len(queries)))
+
+    add("as configured", f"the threads' chunk products alone ({configured.rows_per_chunk} queries a chunk)",
+        best_seconds(products_alone))
+
+    def configured_candidates():
+        return candidates_of(configured, blocks, margin)
+
+    configured_runs["candidates (products included)"] = configured_candidates
+    add("as configured", "candidates (products included)", best_seconds(configured_candidates))
+
+    for mib, least in ((4, 256), (8, 256), (8, 512), (16, 512), (64, 512)):
+        with patched(topk, _CHUNK_SCORE_BYTES=mib << 20, _MIN_CHUNK_ROWS=least):
+            ids_found, scores_found = numpy_top_k()
+            if not (np.array_equal(ids_found, expected_ids) and np.array_equal(scores_found, expected_scores)):
+                raise SystemExit(f"chunks of {mib} MiB gave other top-k lists")
+            chunk = topk.MatmulSearch(images).rows_per_chunk
+            add(f"chunks of {mib} MiB, at least {least} queries ({chunk} a chunk)", "top_k, numpy search",
+                best_seconds(numpy_top_k))
+
+    for tiles in (2, 4, 8):
+        tiled = topk.MatmulSearch(images)
+        tiled.tile_bounds = np.linspace(0, n_images, tiles + 1).astype(np.int64)
+        if not same_candidates(candidates_of(tiled, blocks, margin), expected):
+            raise SystemExit(f"{tiles} tiles of columns gave other candidates")
+        add(f"{tiles} tiles of columns, {tiled.rows_per_chunk} queries a chunk", "candidates (products included)",
+            best_seconds(lambda: candidates_of(tiled, blocks, margin)))
+
+    configured_groups = topk._MIN_GROUPS
+    for groups in (64, 128, 512, 1024):
+        with patched(topk, _MIN_GROUPS=groups):
+            if not same_candidates(candidates_of(configured, blocks, margin), expected):
+                raise SystemExit(f"{groups} groups gave other candidates")
+            add(f"{groups} groups instead of {configured_groups}", "candidates (products included)",
+                best_seconds(lambda: candidates_of(configured, blocks, margin)))
+
+    def rescored(step):
+        return [exact_pair_scores(block, images, found_rows, columns, step)
+                for block, (found_rows, columns) in zip(blocks, expected)]
+
+    configured_step = inspect.signature(exact_pair_scores).parameters["pairs_per_step"].default
+    exact = rescored(configured_step)
+    configured_runs["float64 rescoring, one thread"] = lambda: rescored(configured_step)
+    for step in (configured_step, 32, 128, 2048):
+        if not all(np.array_equal(mine, theirs) for mine, theirs in zip(rescored(step), exact)):
+            raise SystemExit(f"rescoring {step} pairs a step gave other scores")
+        add("as configured" if step == configured_step else f"{step} pairs a step", "float64 rescoring, one thread",
+            best_seconds(lambda: rescored(step)))
+
+    for row in rows:
+        if row[0] == "as configured" and row[1] in configured_runs:
+            row[2] = min(row[2], best_seconds(configured_runs[row[1]]))
+    floor = min(floor, best_seconds(product))  # timed again: the first best of three varies most
+    pairs = sum(len(found_rows) for found_rows, _ in expected)
+    label = f"{shape} t2i ({len(queries):,} × {n_images:,}; {pairs / len(queries):.2f} candidates a query)"
+    return label, floor, [[setting, what, f"{seconds:.3f}", f"{seconds / floor:.2f}"]
+                          for setting, what, seconds in rows]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", choices=[shape for shape in SHAPES if shape != "gallery-100k"], default="coco-5k")
+    args = parser.parse_args(argv)
+    label, floor, rows = settings_rows(args.shape)
+    print_table(f"knn, top-{TOP_K}, numpy search settings, {label}; floor {floor:.3f} s",
+                ["setting", "what", "seconds", "× floor"], rows)
+
+
+if __name__ == "__main__":
+    sys.exit(exit_status(main))
