@@ -98,8 +98,8 @@ def gpu_name(device):
 
 def ranking_rule_parts(shape):
     """The numpy search's top_k, text→image, split into its parts, each timed alone over all blocks."""
-    from clipeval.retrieval.ranking_rule import exact_pair_scores, order_pairs_by_ranking_rule, score_tolerance
-    from clipeval.retrieval.topk import MatmulSearch, rank_candidates
+    from clipeval.retrieval.ranking_rule import score_tolerance
+    from clipeval.retrieval.topk import MatmulSearch, best_by_ranking_rule, rank_candidates
 
     n_texts, n_images = SHAPES[shape]
     images, queries = retrieval_features(n_texts, n_images)
@@ -108,7 +108,6 @@ def ranking_rule_parts(shape):
     margin = 2.0 * score_tolerance(queries, images)
     blocks = [queries[start:start + search.rows_per_block] for start in range(0, len(queries), search.rows_per_block)]
     found = [search.candidates(block, TOP_K, margin) for block in blocks]
-    exact = [exact_pair_scores(block, images, rows, columns) for block, (rows, columns) in zip(blocks, found)]
 
     def rank_all():
         for block, (rows, columns) in zip(blocks, found):
@@ -120,10 +119,9 @@ def ranking_rule_parts(shape):
         "float32 product, block by block (floor)": floor,
         "candidates, in threads (product included)": best_seconds(
             lambda: [search.candidates(block, TOP_K, margin) for block in blocks]),
-        "float64 rescoring of the candidates, one thread": best_seconds(
-            lambda: [exact_pair_scores(block, images, rows, columns) for block, (rows, columns) in zip(blocks, found)]),
-        "ordering by the ranking rule, one thread": best_seconds(
-            lambda: [order_pairs_by_ranking_rule(rows, scores, columns) for (rows, columns), scores in zip(found, exact)]),
+        "float64 rescoring and ordering by the ranking rule, one thread": best_seconds(
+            lambda: [best_by_ranking_rule(block, images, ids, rows, columns, TOP_K)
+                     for block, (rows, columns) in zip(blocks, found)]),
         "rescoring and ordering, in threads": best_seconds(rank_all),
     }
     pairs = sum(len(rows) for rows, _ in found)

@@ -1,13 +1,15 @@
 """The numpy knn search's settings against others, text→image at one shape (COCO-5K unless told).
 
-knn's numpy search (workflow/clipeval/retrieval/topk.py) has four sizes chosen
-by measurement: the scores a thread's chunk of queries holds (32 MiB, at
-least 512 queries), the gallery's column tiles (as few as that allows), the
-groups its candidate pass looks at (256) and the pairs rescored a step
-(512). This script times each against other values on this machine, as
-ratios to the float32 product of the same shape, and checks that every
-variant finds the same candidates and the same top-k, as the ranking rule
-says it must. Run it where the search runs (another CPU, more threads) to
+knn's numpy search (workflow/clipeval/retrieval/topk.py) has sizes chosen by
+measurement: the scores a thread's chunk of queries holds (32 MiB, at least
+512 queries), the gallery's column tiles (as few as that allows), the groups
+its candidate pass looks at (256), and how much the exact rescoring takes a
+step (each query's first k candidates 32 queries at a time, the rest 512
+pairs at a time); and it finds k-th bests and orders candidates in a table
+with a row per query rather than sorting all candidates together. This
+script times each against other choices on this machine, as ratios to the
+float32 product of the same shape, and checks that every variant finds the
+same candidates, scores and top-k, as the ranking rule says it must. Run it where the search runs (another CPU, more threads) to
 see whether those sizes still hold there.
 """
 
@@ -55,7 +57,7 @@ def settings_rows(shape):
     from threadpoolctl import ThreadpoolController
 
     from clipeval.retrieval import topk
-    from clipeval.retrieval.ranking_rule import exact_pair_scores, score_tolerance
+    from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_table_scores, score_tolerance
     from clipeval.threads import in_threads, row_parts
 
     n_texts, n_images = SHAPES[shape]
@@ -126,18 +128,36 @@ def settings_rows(shape):
             add(f"{groups} groups instead of {configured_groups}", "candidates (products included)",
                 best_seconds(lambda: candidates_of(configured, blocks, margin)))
 
-    def rescored(step):
-        return [exact_pair_scores(block, images, found_rows, columns, step)
-                for block, (found_rows, columns) in zip(blocks, expected)]
+    leading = [columns[np.searchsorted(found_rows, np.arange(len(block)))[:, None] + np.arange(TOP_K)]
+               for block, (found_rows, columns) in zip(blocks, expected)]
 
-    configured_step = inspect.signature(exact_pair_scores).parameters["pairs_per_step"].default
-    exact = rescored(configured_step)
-    configured_runs["float64 rescoring, one thread"] = lambda: rescored(configured_step)
-    for step in (configured_step, 32, 128, 2048):
-        if not all(np.array_equal(mine, theirs) for mine, theirs in zip(rescored(step), exact)):
-            raise SystemExit(f"rescoring {step} pairs a step gave other scores")
-        add("as configured" if step == configured_step else f"{step} pairs a step", "float64 rescoring, one thread",
-            best_seconds(lambda: rescored(step)))
+    def table_rescored(step):
+        return [exact_table_scores(block, images, columns, step) for block, columns in zip(blocks, leading)]
+
+    def pair_rescored(step):
+        return [exact_pair_scores(block, images, np.repeat(np.arange(len(block)), TOP_K), columns.ravel(), step)
+                for block, columns in zip(blocks, leading)]
+
+    configured_queries = inspect.signature(exact_table_scores).parameters["queries_per_step"].default
+    configured_pairs = inspect.signature(exact_pair_scores).parameters["pairs_per_step"].default
+    exact = [scores.ravel() for scores in table_rescored(configured_queries)]
+    what = f"float64 rescoring of each query's first {TOP_K} candidates, one thread"
+    configured_runs[what] = lambda: table_rescored(configured_queries)
+    variants = [(f"a query at a time, {step} queries a step", lambda step=step: table_rescored(step))
+                for step in (configured_queries, 8, 128)]
+    variants += [(f"pair by pair, {step} pairs a step", lambda step=step: pair_rescored(step))
+                 for step in (configured_pairs, 128, 2048)]
+    for setting, rescored in variants:
+        if not all(np.array_equal(np.ravel(mine), theirs) for mine, theirs in zip(rescored(), exact)):
+            raise SystemExit(f"rescoring {setting} gave other scores")
+        add("as configured" if setting == variants[0][0] else setting, what, best_seconds(rescored))
+
+    with patched(topk, _MAX_TABLE_PADDING=0):
+        ids_found, scores_found = numpy_top_k()
+        if not (np.array_equal(ids_found, expected_ids) and np.array_equal(scores_found, expected_scores)):
+            raise SystemExit("sorting all candidates together gave other top-k lists")
+        add("all candidates sorted together, no table a query a row", "top_k, numpy search",
+            best_seconds(numpy_top_k))
 
     for row in rows:
         if row[0] == "as configured" and row[1] in configured_runs:

@@ -11,7 +11,7 @@ from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.devices import gpu_number
 from clipeval.retrieval import topk
-from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_scores
+from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_scores, exact_table_scores
 from clipeval.retrieval.topk import FaissSearch, Searcher, prediction_rows, top_k
 from near_ties import near_duplicates, unit_rows
 
@@ -79,6 +79,11 @@ def ranking_rule_top_k(queries, gallery, gallery_ids, k):
     return gallery_ids[order], np.take_along_axis(scores, order, axis=1)
 
 
+# Rows per query in a padded table, or all candidates sorted together: each of the two always, and as chosen.
+TABLE_PADDINGS = [0, 2, 10**9]
+
+
+@pytest.mark.parametrize("padding", TABLE_PADDINGS)
 @settings(max_examples=30, deadline=None)
 @given(
     n_gallery=st.integers(50, 700),  # many chunks of the numpy search, with and without a ragged last one
@@ -87,13 +92,16 @@ def ranking_rule_top_k(queries, gallery, gallery_ids, k):
     duplicates=st.integers(0, 300),
     seed=st.integers(0, 10_000),
 )
-def test_both_searches_give_the_ranking_rule_s_top_k_on_larger_galleries(n_gallery, dim, k, duplicates, seed):
+def test_both_searches_give_the_ranking_rule_s_top_k_on_larger_galleries(padding, n_gallery, dim, k, duplicates,
+                                                                         seed):
     rng = np.random.default_rng(seed)
     gallery, gallery_ids = gallery_with_duplicates(rng, n_gallery, dim, duplicates)
     queries = np.concatenate([unit_rows(rng, 20, dim), gallery[:5]])
     expected_ids, expected_scores = ranking_rule_top_k(queries, gallery, gallery_ids, k)
     for search in ("numpy", "faiss"):
-        ids, scores = top_k(queries, gallery, gallery_ids, k, cpu_searcher(gallery, search))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(topk, "_MAX_TABLE_PADDING", padding)
+            ids, scores = top_k(queries, gallery, gallery_ids, k, cpu_searcher(gallery, search))
         assert np.array_equal(ids, expected_ids), search
         assert np.array_equal(scores, expected_scores), search  # the same bits, not merely close
 
@@ -121,6 +129,18 @@ def test_pair_scores_are_the_bits_of_exact_scores(n_pairs, dim, step, seed):
     rows, columns = rng.integers(0, 7, n_pairs), rng.integers(0, 11, n_pairs)
     pairs = exact_pair_scores(queries, gallery, rows, columns, pairs_per_step=step)
     assert np.array_equal(pairs, exact_scores(queries[rows], gallery[columns]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(n_queries=st.integers(0, 40), width=st.integers(0, 12), dim=st.integers(1, 600), step=st.integers(1, 20),
+       seed=st.integers(0, 10_000))
+def test_table_scores_are_the_bits_of_exact_scores(n_queries, width, dim, step, seed):
+    rng = np.random.default_rng(seed)
+    queries, gallery = unit_rows(rng, n_queries, dim), unit_rows(rng, 11, dim)
+    columns = rng.integers(0, 11, (n_queries, width))
+    table = exact_table_scores(queries, gallery, columns, queries_per_step=step)
+    pairs = exact_scores(np.repeat(queries, width, axis=0), gallery[columns.ravel()])
+    assert np.array_equal(table, pairs.reshape(n_queries, width))
 
 
 @pytest.mark.parametrize("search", ["numpy", "faiss"])
@@ -224,8 +244,10 @@ def test_auto_on_real_searches_names_the_faster_per_query():
 @pytest.mark.parametrize("threads", ["1", "3"])
 # numpy: chunks of 7 queries against 3 tiles of 66 or 67 items, or against 34 tiles of 5 or 6 items, fewer than k
 @pytest.mark.parametrize("tile_width", [67, 6])
-def test_queries_in_many_blocks_give_the_same_lists(monkeypatch, search, threads, tile_width):
+@pytest.mark.parametrize("padding", TABLE_PADDINGS)
+def test_queries_in_many_blocks_give_the_same_lists(monkeypatch, search, threads, tile_width, padding):
     rng = np.random.default_rng(5)
+    monkeypatch.setattr(topk, "_MAX_TABLE_PADDING", padding)
     gallery, gallery_ids = gallery_with_duplicates(rng, 200, 8, 40)
     queries = np.concatenate([unit_rows(rng, 50, 8), gallery[:20]])
     monkeypatch.setenv("OMP_NUM_THREADS", threads)

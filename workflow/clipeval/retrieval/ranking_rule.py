@@ -50,6 +50,24 @@ def exact_pair_scores(queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray
     return scores
 
 
+def exact_table_scores(queries: np.ndarray, gallery: np.ndarray, columns: np.ndarray,
+                       queries_per_step: int = 32) -> np.ndarray:
+    """exact_scores(queries[:, None], gallery[columns]) for a (queries, m) table of gallery rows: the same
+    bits, with each query cast to float64 once rather than once per pair, in bounded memory."""
+    scores = np.empty(columns.shape, dtype=np.float64)
+    step = min(len(columns), queries_per_step)
+    products = np.empty((step, columns.shape[1], gallery.shape[1]), dtype=np.float64)
+    query = np.empty((step, 1, gallery.shape[1]), dtype=np.float64)
+    for start in range(0, len(columns), queries_per_step):
+        stop = min(start + queries_per_step, len(columns))
+        rows_products, rows_query = products[:stop - start], query[:stop - start]
+        np.copyto(rows_query[:, 0], queries[start:stop])
+        np.copyto(rows_products, gallery[columns[start:stop]])
+        np.multiply(rows_products, rows_query, out=rows_products)
+        rows_products.sum(axis=-1, out=scores[start:stop])
+    return scores
+
+
 def order_pairs_by_ranking_rule(rows: np.ndarray, scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """The order of (row, score, id) triples: by row, then by the ranking rule within each row."""
     return np.lexsort((ids, -scores, rows))

@@ -31,7 +31,8 @@ from threadpoolctl import ThreadpoolController
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import Direction
-from clipeval.retrieval.ranking_rule import exact_pair_scores, order_pairs_by_ranking_rule, score_tolerance
+from clipeval.retrieval.ranking_rule import (exact_pair_scores, exact_table_scores, order_pairs_by_ranking_rule,
+                                             score_tolerance)
 from clipeval.threads import compute_threads, in_threads, row_parts
 
 SEARCHES = ("auto", "numpy", "faiss")
@@ -46,6 +47,10 @@ _GPU_MAX_K = 2048  # FAISS GPU flat indexes answer at most this many neighbours
 # The numpy search splits each row of scores into groups and only looks inside
 # the groups whose maximum can reach the k-th best: at least this many groups.
 _MIN_GROUPS = 256
+# Finding each row's k-th best candidate and ordering each query's candidates run on a table with a row per
+# query, padded to the query with the most candidates, where it holds at most this many times the candidates:
+# cheaper than sorting all of them together, which the rows that ties make wide fall back to.
+_MAX_TABLE_PADDING = 2
 # FAISS fetches this many beyond k at first, enough for the items within the margin of the k-th best in
 # nearly every row; a row where they do not fit is fetched again, four times as deep. FAISS's time grows
 # with the depth it fetches.
@@ -92,7 +97,7 @@ class MatmulSearch:
             chunk = queries[start:start + self.rows_per_chunk]
             in_tiles = [_within_margin_of_kth(chunk @ self.gallery[first:end].T, k, margin, first)
                         for first, end in zip(self.tile_bounds[:-1].tolist(), self.tile_bounds[1:].tolist())]
-            rows, columns = _near_kth(*(np.concatenate(found) for found in zip(*in_tiles)), k, margin)
+            rows, columns = _near_kth(*(np.concatenate(found) for found in zip(*in_tiles)), k, margin, len(chunk))
             found_rows.append(rows + start)
             found_columns.append(columns)
         return np.concatenate(found_rows), np.concatenate(found_columns)
@@ -139,14 +144,35 @@ def _at_least(values, value_rows, floor):
     return value_rows[which], which, columns
 
 
-def _near_kth(rows, columns, approximate, k, margin):
-    """Keep the candidates within `margin` of their row's k-th best; every row has at least k."""
-    order = np.lexsort((-approximate, rows))
+def _near_kth(rows, columns, approximate, k, margin, rows_count):
+    """Keep the candidates within `margin` of their row's k-th best, grouped by ascending row; every one of
+    the rows_count rows has at least k."""
+    order = np.argsort(rows, kind="stable")
     rows, columns, approximate = rows[order], columns[order], approximate[order]
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    kth = approximate[starts + k - 1]
-    keep = approximate >= np.repeat(kth, np.diff(np.r_[starts, len(rows)])) - margin
+    keep = approximate >= _kth_best_by_row(rows, approximate, k, rows_count)[rows] - margin
     return rows[keep], columns[keep]
+
+
+def _kth_best_by_row(rows, values, k, rows_count):
+    """The k-th largest of each row's values, for values grouped by ascending row."""
+    first, positions, widest = _row_layout(rows, rows_count)
+    if not _fits_a_table(rows_count, widest, len(rows)):
+        return values[np.lexsort((-values, rows))][first + k - 1]
+    padded = np.full((rows_count, widest), -np.inf, dtype=values.dtype)
+    padded[rows, positions] = values
+    return np.partition(padded, widest - k, axis=1)[:, widest - k]
+
+
+def _row_layout(rows, rows_count):
+    """(each row's first pair, each pair's place in its row, the most pairs a row has), for pairs grouped by
+    ascending row."""
+    counts = np.bincount(rows, minlength=rows_count)
+    first = np.cumsum(counts) - counts
+    return first, np.arange(len(rows)) - first[rows], int(counts.max(initial=0))
+
+
+def _fits_a_table(rows_count, widest, pairs):
+    return rows_count * widest <= _MAX_TABLE_PADDING * pairs
 
 
 class FaissSearch:
@@ -295,11 +321,22 @@ def rank_candidates(queries, gallery, gallery_ids, rows, columns, ids_out, score
 def best_by_ranking_rule(queries, gallery, gallery_ids, rows, columns, kept):
     """(ids, exact scores) of each query's `kept` best candidates under the ranking rule. The candidate
     (query row, gallery row) pairs come grouped by ascending query row, at least `kept` for each query."""
-    exact = exact_pair_scores(queries, gallery, rows, columns)
-    order = order_pairs_by_ranking_rule(rows, exact, gallery_ids[columns])
-    first = np.searchsorted(rows[order], np.arange(len(queries)))
-    chosen = order[first[:, None] + np.arange(kept)]
-    return gallery_ids[columns[chosen]], exact[chosen]
+    first, positions, widest = _row_layout(rows, len(queries))
+    leading = first[:, None] + np.arange(kept)
+    if not _fits_a_table(len(queries), widest, len(rows)):
+        exact = exact_pair_scores(queries, gallery, rows, columns)
+        chosen = order_pairs_by_ranking_rule(rows, exact, gallery_ids[columns])[leading]
+        return gallery_ids[columns[chosen]], exact[chosen]
+    # Each query's candidates in a row of a table, sorted row by row: each query's first `kept` are scored
+    # a query at a time, the rest pair by pair; the padding scores -inf, below every exact score.
+    extra = positions >= kept
+    scores = np.full((len(queries), widest), -np.inf)
+    scores[:, :kept] = exact_table_scores(queries, gallery, columns[leading])
+    scores[rows[extra], positions[extra]] = exact_pair_scores(queries, gallery, rows[extra], columns[extra])
+    ids = np.zeros((len(queries), widest), dtype=gallery_ids.dtype)
+    ids[rows, positions] = gallery_ids[columns]
+    chosen = np.lexsort((ids, -scores), axis=1)[:, :kept]
+    return np.take_along_axis(ids, chosen, axis=1), np.take_along_axis(scores, chosen, axis=1)
 
 
 def prediction_rows(query_ids, ids, scores, direction: Direction):
