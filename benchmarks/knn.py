@@ -99,7 +99,7 @@ def gpu_name(device):
 def ranking_rule_parts(shape):
     """The numpy search's top_k, text→image, split into its parts, each timed alone over all blocks."""
     from clipeval.retrieval.ranking_rule import score_tolerance
-    from clipeval.retrieval.topk import MatmulSearch, best_by_ranking_rule, rank_candidates
+    from clipeval.retrieval.topk import MatmulSearch, best_by_ranking_rule, rank_in_parts
 
     n_texts, n_images = SHAPES[shape]
     images, queries = retrieval_features(n_texts, n_images)
@@ -111,8 +111,9 @@ def ranking_rule_parts(shape):
 
     def rank_all():
         for block, (rows, columns) in zip(blocks, found):
-            rank_candidates(block, images, ids, rows, columns, np.empty((len(block), TOP_K), dtype=np.int64),
-                            np.empty((len(block), TOP_K)))
+            def rank(first, end, part_rows, part_columns, block=block):
+                best_by_ranking_rule(block[first:end], images, ids, part_rows, part_columns, TOP_K)
+            rank_in_parts(len(block), rows, columns, rank)
 
     floor = best_seconds(lambda: [block @ images.T for block in blocks])
     parts = {

@@ -5,8 +5,9 @@ measurement: the scores a thread's chunk of queries holds (32 MiB, at least
 512 queries), the gallery's column tiles (as few as that allows), the groups
 its candidate pass looks at (256), and how much the exact rescoring takes a
 step (each query's first k candidates 32 queries at a time, the rest 512
-pairs at a time); and it finds k-th bests and orders candidates in a table
-with a row per query rather than sorting all candidates together. This
+pairs at a time); each thread ranks its own chunks' candidates as it finds
+them, and it finds k-th bests and orders candidates in a table with a row
+per query rather than sorting all candidates together. This
 script times each against other choices on this machine, as ratios to the
 float32 product of the same shape, and checks that every variant finds the
 same candidates, scores and top-k, as the ranking rule says it must. Run it where the search runs (another CPU, more threads) to
@@ -53,6 +54,39 @@ def same_candidates(found, expected):
     return all(np.array_equal(pairs(*mine), pairs(*theirs)) for mine, theirs in zip(found, expected))
 
 
+class CandidatesThenRanks:
+    """The numpy search as configured, but a block's candidates are all found before any is ranked, in as
+    many parts as threads: the threads wait for each other twice a block."""
+
+    def __init__(self, search):
+        self.search, self.rows_per_block = search, search.rows_per_block
+
+    def answer(self, queries, k, margin, rank):
+        from clipeval.retrieval.topk import rank_in_parts
+
+        rank_in_parts(len(queries), *self.search.candidates(queries, k, margin), rank)
+
+
+class BlasThreadsThenPasses:
+    """Each block of queries multiplied by BLAS on all threads at once, then its scores passed over and
+    ranked in as many parts as threads (the numpy search before each thread multiplied its own chunks)."""
+
+    def __init__(self, gallery, rows_per_block):
+        self.gallery, self.rows_per_block = gallery, rows_per_block
+
+    def answer(self, queries, k, margin, rank):
+        from clipeval.retrieval.topk import _near_kth, _within_margin_of_kth
+        from clipeval.threads import in_threads, row_parts
+
+        scores = queries @ self.gallery.T
+
+        def pass_over(start, stop):
+            rank(start, stop, *_near_kth(*_within_margin_of_kth(scores[start:stop], k, margin, 0), k, margin,
+                                         stop - start))
+
+        in_threads(pass_over, row_parts(len(queries)))
+
+
 def settings_rows(shape):
     from threadpoolctl import ThreadpoolController
 
@@ -74,10 +108,19 @@ def settings_rows(shape):
     def add(setting, what, seconds):
         rows.append([setting, what, seconds])
 
-    def numpy_top_k():
-        return topk.top_k(queries, images, ids, TOP_K, topk.Searcher(images, "cpu", "numpy"))
+    def numpy_top_k(search=None):
+        return topk.top_k(queries, images, ids, TOP_K, search or topk.Searcher(images, "cpu", "numpy"))
 
     expected_ids, expected_scores = numpy_top_k()
+
+    def add_top_k(setting, search=None):
+        """Time top_k with this search (or the numpy search as the module now stands), once it gave the
+        configured search's lists."""
+        ids_found, scores_found = numpy_top_k(search)
+        if not (np.array_equal(ids_found, expected_ids) and np.array_equal(scores_found, expected_scores)):
+            raise SystemExit(f"{setting} gave other top-k lists")
+        add(setting, "top_k, numpy search", best_seconds(lambda: numpy_top_k(search)))
+
     configured = topk.MatmulSearch(images)
     blocks = blocks_of(queries, configured)
     expected = candidates_of(configured, blocks, margin)
@@ -105,12 +148,11 @@ def settings_rows(shape):
 
     for mib, least in ((4, 256), (8, 256), (8, 512), (16, 512), (64, 512)):
         with patched(topk, _CHUNK_SCORE_BYTES=mib << 20, _MIN_CHUNK_ROWS=least):
-            ids_found, scores_found = numpy_top_k()
-            if not (np.array_equal(ids_found, expected_ids) and np.array_equal(scores_found, expected_scores)):
-                raise SystemExit(f"chunks of {mib} MiB gave other top-k lists")
             chunk = topk.MatmulSearch(images).rows_per_chunk
-            add(f"chunks of {mib} MiB, at least {least} queries ({chunk} a chunk)", "top_k, numpy search",
-                best_seconds(numpy_top_k))
+            add_top_k(f"chunks of {mib} MiB, at least {least} queries ({chunk} a chunk)")
+    add_top_k("a block's candidates all found, then ranked", CandidatesThenRanks(configured))
+    add_top_k("BLAS's threads multiply a block, then threads pass over it",
+              BlasThreadsThenPasses(images, configured.rows_per_block))
 
     for tiles in (2, 4, 8):
         tiled = topk.MatmulSearch(images)
@@ -131,8 +173,8 @@ def settings_rows(shape):
     leading = [columns[np.searchsorted(found_rows, np.arange(len(block)))[:, None] + np.arange(TOP_K)]
                for block, (found_rows, columns) in zip(blocks, expected)]
 
-    def table_rescored(step):
-        return [exact_table_scores(block, images, columns, step) for block, columns in zip(blocks, leading)]
+    def table_rescored(step, gallery=images):
+        return [exact_table_scores(block, gallery, columns, step) for block, columns in zip(blocks, leading)]
 
     def pair_rescored(step):
         return [exact_pair_scores(block, images, np.repeat(np.arange(len(block)), TOP_K), columns.ravel(), step)
@@ -145,6 +187,9 @@ def settings_rows(shape):
     configured_runs[what] = lambda: table_rescored(configured_queries)
     variants = [(f"a query at a time, {step} queries a step", lambda step=step: table_rescored(step))
                 for step in (configured_queries, 8, 128)]
+    images_float64 = images.astype(np.float64)
+    variants.append((f"a query at a time, {configured_queries} queries a step, from a float64 copy of the images",
+                     lambda: table_rescored(configured_queries, images_float64)))
     variants += [(f"pair by pair, {step} pairs a step", lambda step=step: pair_rescored(step))
                  for step in (configured_pairs, 128, 2048)]
     for setting, rescored in variants:
@@ -153,11 +198,7 @@ def settings_rows(shape):
         add("as configured" if setting == variants[0][0] else setting, what, best_seconds(rescored))
 
     with patched(topk, _MAX_TABLE_PADDING=0):
-        ids_found, scores_found = numpy_top_k()
-        if not (np.array_equal(ids_found, expected_ids) and np.array_equal(scores_found, expected_scores)):
-            raise SystemExit("sorting all candidates together gave other top-k lists")
-        add("all candidates sorted together, no table a query a row", "top_k, numpy search",
-            best_seconds(numpy_top_k))
+        add_top_k("all candidates sorted together, no table a query a row")
 
     for row in rows:
         if row[0] == "as configured" and row[1] in configured_runs:

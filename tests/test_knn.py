@@ -195,10 +195,10 @@ class ClockedSearch:
         self.name = search.name
         self.blocks = []
 
-    def candidates(self, queries, k, margin):
+    def answer(self, queries, k, margin, rank):
         self.blocks.append(len(queries))
         self.clock[0] += self.seconds_per_query * len(queries)
-        return self.search.candidates(queries, k, margin)
+        self.search.answer(queries, k, margin, rank)
 
 
 # 100 queries; numpy's block is 7 queries, FAISS's 30. numpy is timed on its first block, FAISS on the next

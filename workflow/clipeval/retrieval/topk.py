@@ -9,8 +9,9 @@ alone are then scored exactly and ordered by the ranking rule: the result
 does not depend on which search found them. Both searches hand them over
 grouped by ascending query row. The numpy search splits each block's queries
 over the job's threads, and each thread multiplies its own chunks with BLAS
-held to one thread, then passes over their scores; the rescoring and the
-ordering are split over the threads the same way.
+held to one thread, passes over their scores and ranks each chunk's
+candidates while the other threads multiply; FAISS's candidates are ranked
+in the same number of parts at once.
 
 Two searches find candidates: numpy's matrix product (its BLAS) and FAISS
 (a GPU index when faiss sees a GPU). On the CPU, which is faster depends on
@@ -79,28 +80,39 @@ class MatmulSearch:
         self.rows_per_block = self.rows_per_chunk * compute_threads()
         self._blas = ThreadpoolController()
 
-    def candidates(self, queries: np.ndarray, k: int, margin: float):
+    def answer(self, queries: np.ndarray, k: int, margin: float, rank):
+        """Hand rank(first, end, rows, columns) the candidates of each chunk of queries[first:end]. Each
+        thread ranks its chunk's candidates as soon as it has them, while the other threads multiply."""
         n = len(self.gallery)
         if k >= n:
-            return _every_pair(len(queries), n)
-        parts = row_parts(len(queries))
-        with self._blas.limit(limits=1, user_api="blas"):
-            found = in_threads(lambda start, stop: self._chunk_candidates(queries[start:stop], k, margin), parts)
-        rows = np.concatenate([part_rows + start for (start, _), (part_rows, _) in zip(parts, found)])
-        return rows, np.concatenate([columns for _, columns in found])
+            rank_in_parts(len(queries), *_every_pair(len(queries), n), rank)
+            return
 
-    def _chunk_candidates(self, queries, k, margin):
-        """One thread's share of candidates, chunk by chunk. Each tile keeps what is within `margin` of its
-        own k-th best, which is no better than the row's: so the tiles together keep every candidate."""
-        found_rows, found_columns = [], []
-        for start in range(0, len(queries), self.rows_per_chunk):
-            chunk = queries[start:start + self.rows_per_chunk]
-            in_tiles = [_within_margin_of_kth(chunk @ self.gallery[first:end].T, k, margin, first)
-                        for first, end in zip(self.tile_bounds[:-1].tolist(), self.tile_bounds[1:].tolist())]
-            rows, columns = _near_kth(*(np.concatenate(found) for found in zip(*in_tiles)), k, margin, len(chunk))
-            found_rows.append(rows + start)
-            found_columns.append(columns)
-        return np.concatenate(found_rows), np.concatenate(found_columns)
+        def answer_part(start, stop):
+            for first in range(start, stop, self.rows_per_chunk):
+                end = min(stop, first + self.rows_per_chunk)
+                rank(first, end, *self._chunk_candidates(queries[first:end], k, margin))
+
+        with self._blas.limit(limits=1, user_api="blas"):
+            in_threads(answer_part, row_parts(len(queries)))
+
+    def candidates(self, queries: np.ndarray, k: int, margin: float):
+        """Every candidate of `queries` at once, as (rows, columns) grouped by ascending row."""
+        found = {}
+
+        def keep(first, end, rows, columns):
+            found[first] = rows + first, columns
+
+        self.answer(queries, k, margin, keep)
+        parts = [found[first] for first in sorted(found)]
+        return np.concatenate([rows for rows, _ in parts]), np.concatenate([columns for _, columns in parts])
+
+    def _chunk_candidates(self, chunk, k, margin):
+        """A chunk's candidates. Each tile keeps what is within `margin` of its own k-th best, which is no
+        better than the row's: so the tiles together keep every candidate."""
+        in_tiles = [_within_margin_of_kth(chunk @ self.gallery[first:end].T, k, margin, first)
+                    for first, end in zip(self.tile_bounds[:-1].tolist(), self.tile_bounds[1:].tolist())]
+        return _near_kth(*(np.concatenate(found) for found in zip(*in_tiles)), k, margin, len(chunk))
 
 
 def _within_margin_of_kth(scores: np.ndarray, k: int, margin: float, first_column: int):
@@ -236,6 +248,11 @@ class FaissSearch:
         order = np.argsort(rows, kind="stable")
         return rows[order], columns[order]
 
+    def answer(self, queries: np.ndarray, k: int, margin: float, rank):
+        """Find the candidates of all `queries` (FAISS's search runs its own threads), then rank them split
+        over the job's threads."""
+        rank_in_parts(len(queries), *self.candidates(queries, k, margin), rank)
+
 
 class Searcher:
     """The search knn runs: `numpy`, `faiss`, or `auto`: FAISS on a GPU it sees or is given; on the CPU,
@@ -272,19 +289,19 @@ class Searcher:
     def uses_gpu(self) -> bool:
         return getattr(self.chosen, "uses_gpu", False)
 
-    def candidates(self, queries, k, margin):
+    def answer(self, queries, k, margin, rank):
         if not self.untimed:
-            return self.chosen.candidates(queries, k, margin)
+            self.chosen.answer(queries, k, margin, rank)
+            return
         search = self.untimed.pop(0)
         warm_up = len(queries) // _UNTIMED_SHARE
-        found = [search.candidates(queries[:warm_up], k, margin)] if warm_up else []
+        if warm_up:
+            search.answer(queries[:warm_up], k, margin, rank)
         start = time.perf_counter()
-        rows, columns = search.candidates(queries[warm_up:], k, margin)
+        search.answer(queries[warm_up:], k, margin, _shifted(rank, warm_up))
         self.seconds_per_query[search.name] = (time.perf_counter() - start) / (len(queries) - warm_up)
-        found.append((rows + warm_up, columns))
         timed = [search for search in self.searches if search.name in self.seconds_per_query]
         self.chosen = min(timed, key=lambda search: self.seconds_per_query[search.name])
-        return np.concatenate([part[0] for part in found]), np.concatenate([part[1] for part in found])
 
 
 def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: int, searcher) -> tuple:
@@ -296,26 +313,33 @@ def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: 
     margin = 2.0 * score_tolerance(queries, gallery)
     result_ids = np.empty((len(queries), kept), dtype=np.int64)
     result_scores = np.empty((len(queries), kept), dtype=np.float64)
+
+    def rank(first, end, rows, columns):
+        result_ids[first:end], result_scores[first:end] = best_by_ranking_rule(
+            queries[first:end], gallery, gallery_ids, rows, columns, kept)
+
     start = 0
     while start < len(queries):
         stop = min(start + searcher.rows_per_block, len(queries))
-        block = queries[start:stop]
-        rows, columns = searcher.candidates(block, kept, margin)
-        rank_candidates(block, gallery, gallery_ids, rows, columns, result_ids[start:stop], result_scores[start:stop])
+        searcher.answer(queries[start:stop], kept, margin, _shifted(rank, start))
         start = stop
     return result_ids, result_scores
 
 
-def rank_candidates(queries, gallery, gallery_ids, rows, columns, ids_out, scores_out):
-    """Fill ids_out and scores_out, (queries, kept) each, with each query's best candidates under the
-    ranking rule; the queries are split over compute_threads() threads."""
+def _shifted(rank, offset):
+    """rank, for queries that start `offset` rows further on."""
+    return lambda first, end, rows, columns: rank(first + offset, end + offset, rows, columns)
 
-    def rank(first, end):
+
+def rank_in_parts(count, rows, columns, rank):
+    """rank(first, end, rows, columns) for count queries' candidates (grouped by ascending row), split into
+    compute_threads() parts ranked at once."""
+
+    def rank_part(first, end):
         low, high = np.searchsorted(rows, [first, end])
-        ids_out[first:end], scores_out[first:end] = best_by_ranking_rule(
-            queries[first:end], gallery, gallery_ids, rows[low:high] - first, columns[low:high], ids_out.shape[1])
+        rank(first, end, rows[low:high] - first, columns[low:high])
 
-    in_threads(rank, row_parts(len(queries)))
+    in_threads(rank_part, row_parts(count))
 
 
 def best_by_ranking_rule(queries, gallery, gallery_ids, rows, columns, kept):
