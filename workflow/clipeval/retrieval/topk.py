@@ -60,8 +60,9 @@ _EXTRA_FETCHED = 6
 # FAISS multiplies through BLAS (README, "Benchmarks": its calls by size), few enough that most of a
 # COCO-sized job is left to the search it keeps.
 _TIMED_QUERIES = 1024
-# The first quarter of a search's timing block runs untimed: a search's first call in a process also
-# starts its thread pools, a one-time cost that made FAISS look slower than it runs (README, "Benchmarks").
+# The first quarter of FAISS's timing block runs untimed: its first call in a process also starts its thread
+# pools, a one-time cost that made it look slower than it runs (README, "Benchmarks"). The numpy search starts
+# nothing that outlives a call, and splitting its block costs it a repacking of the gallery per thread.
 _UNTIMED_SHARE = 4
 
 
@@ -69,6 +70,7 @@ class MatmulSearch:
     """float32 scores as numpy matrix products, a chunk of queries against a tile of the gallery at a time."""
 
     name = "numpy"
+    warms_up = False  # nothing to leave untimed in auto's timing block
 
     def __init__(self, gallery: np.ndarray):
         self.gallery = gallery
@@ -194,6 +196,7 @@ class FaissSearch:
     are torch's, as for extraction."""
 
     name = "faiss"
+    warms_up = True  # its first call starts its thread pools: auto leaves a share of its timing block untimed
     # FAISS bounds its own memory; it is slow when handed few queries at a time against a large gallery.
     rows_per_block = 16384
 
@@ -294,7 +297,7 @@ class Searcher:
             self.chosen.answer(queries, k, margin, rank)
             return
         search = self.untimed.pop(0)
-        warm_up = len(queries) // _UNTIMED_SHARE
+        warm_up = len(queries) // _UNTIMED_SHARE if search.warms_up else 0
         if warm_up:
             search.answer(queries[:warm_up], k, margin, rank)
         start = time.perf_counter()
