@@ -7,11 +7,12 @@ its candidate pass looks at (256), and how much the exact rescoring takes a
 step (each query's first k candidates 32 queries at a time, the rest 512
 pairs at a time); each thread ranks its own chunks' candidates as it finds
 them, and it finds k-th bests and orders candidates in a table with a row
-per query rather than sorting all candidates together. This
-script times each against other choices on this machine, as ratios to the
-float32 product of the same shape, and checks that every variant finds the
-same candidates, scores and top-k, as the ranking rule says it must. Run it where the search runs (another CPU, more threads) to
-see whether those sizes still hold there.
+per query rather than sorting all candidates together. This script times
+each against other choices on this machine, as ratios to the float32
+product of the same shape, and checks that every variant finds the same
+candidates, scores and top-k, as the ranking rule says it must. Run it where
+the search runs (another CPU, more threads) to see whether those choices
+still hold there.
 """
 
 import argparse
