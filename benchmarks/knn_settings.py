@@ -200,6 +200,8 @@ def settings_rows(shape):
 
     with patched(topk, _MAX_TABLE_PADDING=0):
         add_top_k("all candidates sorted together, no table a query a row")
+        # the search as it was before both: what the two changes gained together
+        add_top_k("no table, and a block's candidates all found, then ranked", CandidatesThenRanks(configured))
 
     for row in rows:
         if row[0] == "as configured" and row[1] in configured_runs:
