@@ -1,11 +1,14 @@
+import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[1]
 
 # The suite runs two workers, each starting jobs that compute with two
 # threads, on as few as two cores. OpenMP threads that wait actively for the
@@ -20,16 +23,17 @@ settings.register_profile("clipeval", derandomize=True, database=None)
 settings.load_profile("clipeval")
 
 
-# The files that run whole workflows go first, longest first (as a fresh-clone
-# run measured them: 583, 457, 374 and 236 s of one worker; then about 60),
-# with the SLURM test (231 s) ahead of them all: about half of its time it
-# waits on the cluster (run alone, `pytest -n 0 tests/test_slurm.py`
-# kept 46% of two cores busy by /proc/stat's counts), and that
-# half goes to the other worker's tests. pytest-xdist hands whole files to its
-# two workers in collection order (pyproject.toml turns off its own reordering,
-# which sorts files by their number of tests and so left the one-test SLURM
-# file to the end); the short files fill in, so the two workers end together.
-LONGEST_FIRST = ("test_slurm.py", "test_caching.py", "test_workflow.py", "test_rerun_formats.py",
+# The SLURM test goes first and tests/test_workflow.py second. The SLURM test
+# runs the default experiment on the cluster and compares it, at its end, with
+# the local run of it that test_workflow.py's first test starts in the other
+# worker (`default_experiment` below, built once for both), so the two runs go
+# side by side. The other files that run whole workflows follow, longest first
+# (a fresh-clone run measured 583, 374 and 236 s of one worker; then about 60).
+# pytest-xdist hands whole files to its two workers in collection order
+# (pyproject.toml turns off its own reordering, which sorts files by their
+# number of tests and so left the one-test SLURM file to the end); the short
+# files fill in, so the two workers end together.
+LONGEST_FIRST = ("test_slurm.py", "test_workflow.py", "test_caching.py", "test_rerun_formats.py",
                  "test_reproducibility.py", "test_cli.py", "test_fuzz_readers.py")
 
 
@@ -78,6 +82,29 @@ def shapes_dataset(tmp_path_factory):
     images, captions, _ = generate_shapes(40, seed=5, first_image_id=10)
     write_dataset(out, PreparedSource(images, captions, {"format": "shapes"}))
     return out
+
+
+@dataclass(frozen=True)
+class FinishedExperiment:
+    workdir: Path
+    digests: dict  # once_per_session.result_digests as the run left them, before any test added files
+
+
+@pytest.fixture(scope="session")
+def default_experiment(tmp_path_factory):
+    """`snakemake --cores all` on the default config, as `make run` does, run once for the whole session
+    (once_per_session.py): tests/test_workflow.py checks it, tests/test_slurm.py compares a cluster run with it."""
+    from once_per_session import build_once, result_digests, shared_directory
+    from snakemake_runner import copy_workflow, snakemake
+
+    def run(directory):
+        workdir = copy_workflow(directory / "experiment")
+        result = snakemake(workdir, "--cores", "all")
+        assert result.returncode == 0, result.stderr[-3000:]
+        (directory / "digests.json").write_text(json.dumps(result_digests(workdir)))
+
+    directory = build_once(shared_directory(tmp_path_factory), "default-experiment", run)
+    return FinishedExperiment(directory / "experiment", json.loads((directory / "digests.json").read_text()))
 
 
 @pytest.fixture(scope="session")

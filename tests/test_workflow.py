@@ -19,12 +19,9 @@ REPORT = {"report_tables": 1, "plot_retrieval": 1, "retrieval_failures": 1}
 
 
 @pytest.fixture(scope="module")
-def default_run(tmp_path_factory):
-    """`snakemake --cores all` on the default config, as `make run` does."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("experiment"))
-    result = snakemake(workdir, "--cores", "all")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return workdir
+def default_run(default_experiment):
+    """The default experiment's finished directory (tests/conftest.py), as `make run` leaves it."""
+    return default_experiment.workdir
 
 
 def test_default_workflow_recall_is_far_above_chance(default_run):
