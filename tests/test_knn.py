@@ -291,6 +291,43 @@ def test_a_gpu_that_faiss_does_not_see_is_a_clear_error():
     assert str(error.value) == f"knn device 'cuda:{gpus}' requested but {seen}"
 
 
+class StandInGpuIndex:
+    """A CPU flat index behind the GPU index's `search`, counting the depths asked of it: it lets the CPU
+    suite run FaissSearch's GPU branch (tests/test_gpu.py runs it on a real GPU)."""
+
+    def __init__(self, gallery):
+        import faiss
+
+        self.index = faiss.IndexFlatIP(gallery.shape[1])
+        self.index.add(gallery)
+        self.depths = []
+
+    def search(self, queries, k):
+        self.depths.append(k)
+        return self.index.search(queries, k)
+
+
+# FAISS first fetches k + _EXTRA_FETCHED neighbours; a GPU flat index answers at most _GPU_MAX_K.
+DEEPEST_K_ON_THE_GPU = topk._GPU_MAX_K - topk._EXTRA_FETCHED
+
+
+@pytest.mark.parametrize("k, answered_by_the_index", [(10, True), (DEEPEST_K_ON_THE_GPU, True),
+                                                       (DEEPEST_K_ON_THE_GPU + 1, False)])
+def test_the_gpu_branch_ranks_its_index_s_candidates_and_leaves_deeper_searches_to_the_cpu(k,
+                                                                                           answered_by_the_index):
+    rng = np.random.default_rng(3)
+    gallery, gallery_ids = gallery_with_duplicates(rng, topk._GPU_MAX_K + 300, 4, 400)
+    queries = np.concatenate([unit_rows(rng, 6, 4), gallery[:2]])
+    searcher = Searcher(gallery, "cpu", "faiss")
+    stand_in = searcher.searches[0].gpu_index = StandInGpuIndex(gallery)
+    assert searcher.uses_gpu
+    ids, scores = top_k(queries, gallery, gallery_ids, k, searcher)
+    expected_ids, expected_scores = ranking_rule_top_k(queries, gallery, gallery_ids, k)
+    assert np.array_equal(ids, expected_ids) and np.array_equal(scores, expected_scores)
+    assert bool(stand_in.depths) == answered_by_the_index
+    assert all(depth <= topk._GPU_MAX_K for depth in stand_in.depths)
+
+
 @pytest.mark.parametrize("device", ["gpu", "cuda:", "cuda:x", "cuda:-1", "CPU"])
 def test_a_device_name_that_is_not_torch_s_is_refused(device):
     with pytest.raises(ClipevalError) as error:
