@@ -27,8 +27,10 @@ settings.load_profile("clipeval")
 # runs the default experiment on the cluster and compares it, at its end, with
 # the local run of it that test_workflow.py's first test starts in the other
 # worker (`default_experiment` below, built once for both), so the two runs go
-# side by side. The other files that run whole workflows follow, longest first
-# (a fresh-clone run measured 583, 374 and 236 s of one worker; then about 60).
+# side by side. The other files that run whole workflows follow, longest first:
+# run together on two workers (`pytest --durations=0`, commit 0bdf13b),
+# test_caching.py and test_rerun_formats.py took about 340 s of a worker each,
+# test_reproducibility.py 168 s, test_cli.py and test_fuzz_readers.py 54-67 s.
 # pytest-xdist hands whole files to its two workers in collection order
 # (pyproject.toml turns off its own reordering, which sorts files by their
 # number of tests and so left the one-test SLURM file to the end); the short
