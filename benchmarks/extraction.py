@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from measure import clipeval_command, exit_status, print_table, run_command
 
 from clipeval.commands._options import PRECISIONS, at_least  # no torch: it must load after pin()
-from measure import clipeval_command, exit_status, print_table, run_command
 
 ARCH = "ViT-B-32"
 SIZE = (640, 480)
@@ -57,17 +57,32 @@ def images_per_second(count, function):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--images", type=at_least(1), default=256, help="images in the store (a multiple of 64 is fairest)")
+    parser.add_argument(
+        "--images", type=at_least(1), default=256, help="images in the store (a multiple of 64 is fairest)"
+    )
     parser.add_argument("--rounds", type=at_least(1), default=2)
-    parser.add_argument("--numerics", choices=("portable", "native"), default="portable",
-                        help="portable (the workflow's default) needs an AVX2 CPU; native runs anywhere")
+    parser.add_argument(
+        "--numerics",
+        choices=("portable", "native"),
+        default="portable",
+        help="portable (the workflow's default) needs an AVX2 CPU; native runs anywhere",
+    )
     parser.add_argument("--device", default="cpu", help="cpu, or cuda / cuda:N")
     parser.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp16 needs a GPU")
-    parser.add_argument("--batch-size", type=at_least(1), default=256,
-                        help="images a loader worker prepares at a time: the images over it must exceed the workers"
-                             " for all of them to be busy")
-    parser.add_argument("--workers", type=at_least(0), nargs="+", default=[0, 2],
-                        help="DataLoader worker counts to measure; the whole process runs with the largest")
+    parser.add_argument(
+        "--batch-size",
+        type=at_least(1),
+        default=256,
+        help="images a loader worker prepares at a time: the images over it must exceed the workers"
+        " for all of them to be busy",
+    )
+    parser.add_argument(
+        "--workers",
+        type=at_least(0),
+        nargs="+",
+        default=[0, 2],
+        help="DataLoader worker counts to measure; the whole process runs with the largest",
+    )
     args = parser.parse_args(argv)
 
     from clipeval.models.numerics import pin
@@ -106,21 +121,44 @@ def main(argv=None):
         def forward_only():
             with torch.inference_mode(), autocast():
                 for start in range(0, len(pixels), FORWARD_BLOCK):
-                    floor_model.encode_image(pixels[start:start + FORWARD_BLOCK])
+                    floor_model.encode_image(pixels[start : start + FORWARD_BLOCK])
             finished()
 
         forward_only()  # warm up: first calls allocate and pick kernels
 
         def extract(workers):
-            for _ in iter_image_features(model, transform, store, image_ids, batch_size=args.batch_size,
-                                         num_workers=workers, device=device, precision=args.precision):
+            for _ in iter_image_features(
+                model,
+                transform,
+                store,
+                image_ids,
+                batch_size=args.batch_size,
+                num_workers=workers,
+                device=device,
+                precision=args.precision,
+            ):
                 pass
             finished()
 
         command = clipeval_command(
-            "extract-features", "--arch", ARCH, "--images", store_path, "--image-output", Path(workdir) / "f.jsonl",
-            "--batch-size", args.batch_size, "--num-workers", max(args.workers), "--device", device,
-            "--precision", args.precision, "--numerics", args.numerics)
+            "extract-features",
+            "--arch",
+            ARCH,
+            "--images",
+            store_path,
+            "--image-output",
+            Path(workdir) / "f.jsonl",
+            "--batch-size",
+            args.batch_size,
+            "--num-workers",
+            max(args.workers),
+            "--device",
+            device,
+            "--precision",
+            args.precision,
+            "--numerics",
+            args.numerics,
+        )
         peaks = []
 
         def whole_process():
@@ -128,15 +166,19 @@ def main(argv=None):
             peaks.append(peak)
             return len(image_ids) / seconds
 
-        # The machine's speed varies between minutes (README, "Benchmarks"): the rounds interleave every
+        # The machine's speed varies between minutes (docs/BENCHMARKS.md): the rounds interleave every
         # measurement, and each keeps its fastest round.
         rounds = {}
         for _ in range(args.rounds):
             for what, measure in (
                 ("floor", lambda: images_per_second(len(image_ids), forward_only)),
-                *((f"iter_image_features, {workers} loader workers",
-                   lambda workers=workers: images_per_second(len(image_ids), lambda: extract(workers)))
-                  for workers in args.workers),
+                *(
+                    (
+                        f"iter_image_features, {workers} loader workers",
+                        lambda workers=workers: images_per_second(len(image_ids), lambda: extract(workers)),
+                    )
+                    for workers in args.workers
+                ),
                 (f"extract-features, whole process, {max(args.workers)} loader workers", whole_process),
             ):
                 rounds.setdefault(what, []).append(measure())
@@ -148,9 +190,12 @@ def main(argv=None):
     for what, rate in rates.items():
         peak_cell = f"{peak:,.0f}" if what.startswith("extract-features") else ""
         rows.append([what, f"{rate:.1f}", f"{rate / floor:.2f}", peak_cell])
-    print_table(f"image extraction, {ARCH}, {len(image_ids)} JPEGs of {SIZE[0]} × {SIZE[1]}, {where},"
-                f" {args.precision}, {threads} torch threads, {args.numerics} numerics",
-                ["what", "images/s", "× floor", "peak MiB"], rows)
+    print_table(
+        f"image extraction, {ARCH}, {len(image_ids)} JPEGs of {SIZE[0]} × {SIZE[1]}, {where},"
+        f" {args.precision}, {threads} torch threads, {args.numerics} numerics",
+        ["what", "images/s", "× floor", "peak MiB"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

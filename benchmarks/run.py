@@ -1,4 +1,14 @@
-"""`make bench`: every benchmark, one table each, after the machine they ran on."""
+"""`make bench`: every benchmark, one table each, after the machine they ran on.
+
+The tables go to the terminal as they come and, once every script has
+finished, to docs/BENCHMARKS.md (written whole, so an interrupted run leaves
+the page as it was).
+"""
+
+import io
+import os
+import sys
+from pathlib import Path
 
 import extraction
 import feature_io
@@ -8,7 +18,41 @@ import scoring
 import sweep
 from measure import machine
 
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "BENCHMARKS.md"
+HEADER = """# Benchmarks
+
+Written by `make bench` (`benchmarks/run.py`), which runs every script in
+`benchmarks/` and prints each stage's time as a ratio to a floor measured in
+the same run: the float32 matrix product of the same shape for knn and
+scoring, the raw orjson parse for feature files, the model's forward pass for
+extraction. Each script also runs alone (`.venv/bin/python benchmarks/knn.py
+--help`).
+
+"""
+
+
+class Tee(io.TextIOBase):
+    """Writes to the terminal and keeps a copy."""
+
+    def __init__(self, terminal):
+        self.terminal, self.copy = terminal, io.StringIO()
+
+    def write(self, text):
+        self.copy.write(text)
+        return self.terminal.write(text)
+
+    def flush(self):
+        self.terminal.flush()
+
+
+def write_page(tables: str) -> None:
+    temporary = PAGE.with_name(f".{PAGE.name}.tmp")
+    temporary.write_text(HEADER + tables.lstrip(), encoding="utf-8")
+    os.replace(temporary, PAGE)
+
+
 if __name__ == "__main__":
+    tee = sys.stdout = Tee(sys.stdout)
     print(f"Machine: {machine()}")
     extraction.main([])  # first: it pins torch's numerics, which must happen before anything imports torch
     knn.main([])
@@ -16,3 +60,5 @@ if __name__ == "__main__":
     feature_io.main([])
     scoring.main([])
     sweep.main([])
+    sys.stdout = tee.terminal
+    write_page(tee.copy.getvalue())

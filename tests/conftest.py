@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 # The suite runs two workers, each starting jobs that compute with two
 # threads, on as few as two cores. OpenMP threads that wait actively for the
 # rest of their team then spin on cores that the other worker's threads need;
-# scripts/measure_wait_policy.py shows the cost (README, "Development"). How
+# scripts/measure_wait_policy.py shows the cost (docs/DEVELOPMENT.md). How
 # threads wait changes no result.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -35,8 +35,15 @@ settings.load_profile("clipeval")
 # (pyproject.toml turns off its own reordering, which sorts files by their
 # number of tests and so left the one-test SLURM file to the end); the short
 # files fill in, so the two workers end together.
-LONGEST_FIRST = ("test_slurm.py", "test_workflow.py", "test_caching.py", "test_rerun_formats.py",
-                 "test_reproducibility.py", "test_cli.py", "test_fuzz_readers.py")
+LONGEST_FIRST = (
+    "test_slurm.py",
+    "test_workflow.py",
+    "test_caching.py",
+    "test_rerun_formats.py",
+    "test_reproducibility.py",
+    "test_cli.py",
+    "test_fuzz_readers.py",
+)
 
 
 def pytest_collection_modifyitems(items):
@@ -58,8 +65,9 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 def run_measuring_peak_memory(command, report):
     """(CompletedProcess of `command`, its peak resident memory in bytes); `report` is a scratch file."""
-    result = subprocess.run([sys.executable, "-c", _PEAK_LAUNCHER, str(report), *map(str, command)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", _PEAK_LAUNCHER, str(report), *map(str, command)], capture_output=True, text=True
+    )
     return result, int(open(report).read())
 
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from conftest import REPO
 from sources import write_cnclip
 
@@ -21,8 +20,9 @@ JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
 def snakemake(workdir, *args, env=None, **popen):
     env = {**os.environ, **(env or {})}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=workdir, capture_output=True,
-                          text=True, env=env, **popen)
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args], cwd=workdir, capture_output=True, text=True, env=env, **popen
+    )
 
 
 def job_counts(output):
@@ -87,8 +87,9 @@ def copy_workflow(destination):
 
 def copy_experiment(source, destination):
     """A finished experiment, results and Snakemake's records included, mtimes kept."""
-    shutil.copytree(source, destination, symlinks=True,
-                    ignore=shutil.ignore_patterns("locks", "incomplete", "log", "__pycache__"))
+    shutil.copytree(
+        source, destination, symlinks=True, ignore=shutil.ignore_patterns("locks", "incomplete", "log", "__pycache__")
+    )
     return destination
 
 
@@ -111,13 +112,27 @@ SMALL_CONFIG = {
     "experiment": "small",
     "datasets": {
         "shapes-train": {"format": "shapes", "task": "train", "num_images": 256, "seed": 0},
-        "shapes-test": {"format": "shapes", "task": "retrieval", "num_images": 120, "seed": 1, "first_image_id": 100000},
-        "cn-test": {"format": "cnclip", "task": "retrieval", "images": "sources/cn_imgs.tsv", "texts": "sources/cn_texts.jsonl"},
+        "shapes-test": {
+            "format": "shapes",
+            "task": "retrieval",
+            "num_images": 120,
+            "seed": 1,
+            "first_image_id": 100000,
+        },
+        "cn-test": {
+            "format": "cnclip",
+            "task": "retrieval",
+            "images": "sources/cn_imgs.tsv",
+            "texts": "sources/cn_texts.jsonl",
+        },
     },
     "models": {
-        "tiny": {"arch": "clipeval-tiny", "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0}},
+        "tiny": {
+            "arch": "clipeval-tiny",
+            "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0},
+        },
     },
-    # On the CPU, as the default experiment: the byte comparisons hold on a GPU host too (README, "On a GPU host").
+    # On the CPU, as the default experiment: the byte comparisons hold on a GPU host too (docs/CLUSTER_AND_GPU.md, "On a GPU host").
     "extract": {"precision": "fp32", "shard_size": 0, "batch_size": 32, "num_workers": 0, "device": "cpu"},
     "knn": {"top_k": 10, "device": "auto"},
     "metrics": {"recall_at": [1, 5, 10], "allow_queries_without_positive": False},

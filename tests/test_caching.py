@@ -9,11 +9,23 @@ import os
 import shutil
 
 import pytest
+from snakemake_runner import (
+    copy_experiment,
+    edit_config,
+    planned_jobs,
+    plus,
+    run_as_planned,
+    run_jobs,
+    small_experiment,
+)
 
-from snakemake_runner import copy_experiment, edit_config, planned_jobs, plus, run_as_planned, run_jobs, small_experiment
-
-EVALUATE_ONE_PAIR = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1,
-                     "knn": 2, "score_retrieval": 1}
+EVALUATE_ONE_PAIR = {
+    "extract_text_features": 1,
+    "extract_image_shard": 1,
+    "gather_image_features": 1,
+    "knn": 2,
+    "score_retrieval": 1,
+}
 
 
 def times(jobs, n):
@@ -36,8 +48,9 @@ def output_cache(tmp_path_factory):
 def baseline(tmp_path_factory, output_cache):
     workdir = small_experiment(tmp_path_factory.mktemp("baseline"))
     ran = run_jobs(workdir, "--cache", env=output_cache)
-    assert ran == plus({"prepare_shapes": 2, "prepare_cnclip": 1, "train": 1, "describe_model": 1},
-                       times(EVALUATE_ONE_PAIR, 2), FINISH)
+    assert ran == plus(
+        {"prepare_shapes": 2, "prepare_cnclip": 1, "train": 1, "describe_model": 1}, times(EVALUATE_ONE_PAIR, 2), FINISH
+    )
     return workdir
 
 
@@ -67,9 +80,15 @@ def replace_one_image(workdir):
 
 
 def touch_without_change(workdir):
-    for path in ["sources/cn_imgs.tsv", "sources/cn_texts.jsonl", "results/datasets/shapes-test/texts.jsonl",
-                 "results/datasets/cn-test/meta.json", "results/features/tiny/cn-test/texts.jsonl",
-                 "results/models/tiny/checkpoint.pt", "results/predictions/tiny/shapes-test/t2i.jsonl"]:
+    for path in [
+        "sources/cn_imgs.tsv",
+        "sources/cn_texts.jsonl",
+        "results/datasets/shapes-test/texts.jsonl",
+        "results/datasets/cn-test/meta.json",
+        "results/features/tiny/cn-test/texts.jsonl",
+        "results/models/tiny/checkpoint.pt",
+        "results/predictions/tiny/shapes-test/t2i.jsonl",
+    ]:
         os.utime(workdir / path)
 
 
@@ -94,41 +113,84 @@ REEXTRACT_BOTH = plus({"describe_model": 1}, times(EVALUATE_ONE_PAIR, 2), FINISH
 
 MATRIX = {
     "nothing": (lambda workdir: None, {}),
-    "knn.top_k": (config_change(lambda c: c["knn"].update(top_k=20)),
-                  {"knn": 4, "score_retrieval": 2, **FINISH}),
-    "metrics.recall_at": (config_change(lambda c: c["metrics"].update(recall_at=[1, 3, 5, 10])),
-                          {"score_retrieval": 2, **FINISH}),
+    "knn.top_k": (config_change(lambda c: c["knn"].update(top_k=20)), {"knn": 4, "score_retrieval": 2, **FINISH}),
+    "metrics.recall_at": (
+        config_change(lambda c: c["metrics"].update(recall_at=[1, 3, 5, 10])),
+        {"score_retrieval": 2, **FINISH},
+    ),
     "metrics.allow_queries_without_positive": (
         config_change(lambda c: c["metrics"].update(allow_queries_without_positive=True)),
-        {"score_retrieval": 2, **FINISH}),
-    "metrics.bootstrap": (config_change(lambda c: c["metrics"].update(bootstrap=200)), {"score_retrieval": 2, **FINISH}),
-    "new model": (config_change(lambda c: c["models"].update(
-        copy={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"})),
-        plus(REEXTRACT_BOTH, {"compare_models": 2, "plot_comparisons": 2})),
-    "new precomputed-features model": (add_features_model, {"describe_features_model": 1, "knn": 4, "score_retrieval": 2,
-                                                            "compare_models": 2, "plot_comparisons": 2, **FINISH}),
-    "new dataset": (config_change(lambda c: c["datasets"].update(
-        val={"format": "shapes", "task": "retrieval", "num_images": 30, "seed": 7, "first_image_id": 300000})),
-        plus({"prepare_shapes": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
+        {"score_retrieval": 2, **FINISH},
+    ),
+    "metrics.bootstrap": (
+        config_change(lambda c: c["metrics"].update(bootstrap=200)),
+        {"score_retrieval": 2, **FINISH},
+    ),
+    "new model": (
+        config_change(
+            lambda c: c["models"].update(
+                copy={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"}
+            )
+        ),
+        plus(REEXTRACT_BOTH, {"compare_models": 2, "plot_comparisons": 2}),
+    ),
+    "new precomputed-features model": (
+        add_features_model,
+        {
+            "describe_features_model": 1,
+            "knn": 4,
+            "score_retrieval": 2,
+            "compare_models": 2,
+            "plot_comparisons": 2,
+            **FINISH,
+        },
+    ),
+    "new dataset": (
+        config_change(
+            lambda c: c["datasets"].update(
+                val={"format": "shapes", "task": "retrieval", "num_images": 30, "seed": 7, "first_image_id": 300000}
+            )
+        ),
+        plus({"prepare_shapes": 1}, EVALUATE_ONE_PAIR, FINISH_ONE),
+    ),
     "dataset image content": (replace_one_image, plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
     "dataset caption content": (
         lambda w: (w / "sources/cn_texts.jsonl").write_text(
-            (w / "sources/cn_texts.jsonl").read_text().replace("a ", "one ", 1)),
-        plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
+            (w / "sources/cn_texts.jsonl").read_text().replace("a ", "one ", 1)
+        ),
+        plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE),
+    ),
     "model weights (training settings)": (
-        config_change(lambda c: c["models"]["tiny"]["train"].update(seed=1)), plus({"train": 1}, REEXTRACT_BOTH)),
+        config_change(lambda c: c["models"]["tiny"]["train"].update(seed=1)),
+        plus({"train": 1}, REEXTRACT_BOTH),
+    ),
     "model precision": (config_change(lambda c: c["models"]["tiny"].update(precision="bf16")), REEXTRACT_BOTH),
-    "model preprocessing": (config_change(lambda c: c["models"]["tiny"].update(preprocess={"interpolation": "bilinear"})),
-                            REEXTRACT_BOTH),
-    "speed knobs": (config_change(lambda c: (c["extract"].update(batch_size=16, num_workers=2, device="cpu"),
-                                             c["knn"].update(device="cpu"))), {}),
-    "top-k module source": (lambda w: append_comment(w, "retrieval/topk.py"), {"knn": 4, "score_retrieval": 2, **FINISH}),
-    "summary module source": (lambda w: append_comment(w, "reporting/summary.py"),
-                              {"summary": 1, "report_tables": 1, "all": 1}),
-    "report settings": (config_change(lambda c: c.update(report={"failures": 3, "shown": 4, "thumbnail_size": 64})),
-                        {"retrieval_failures": 2, "all": 1}),
-    "figure module source": (lambda w: append_comment(w, "reporting/figures.py"),
-                             {"plot_retrieval": 2, "retrieval_failures": 2, "all": 1}),
+    "model preprocessing": (
+        config_change(lambda c: c["models"]["tiny"].update(preprocess={"interpolation": "bilinear"})),
+        REEXTRACT_BOTH,
+    ),
+    "speed knobs": (
+        config_change(
+            lambda c: (c["extract"].update(batch_size=16, num_workers=2, device="cpu"), c["knn"].update(device="cpu"))
+        ),
+        {},
+    ),
+    "top-k module source": (
+        lambda w: append_comment(w, "retrieval/topk.py"),
+        {"knn": 4, "score_retrieval": 2, **FINISH},
+    ),
+    "summary module source": (
+        lambda w: append_comment(w, "reporting/summary.py"),
+        {"summary": 1, "report_tables": 1, "all": 1},
+    ),
+    "report settings": (
+        config_change(lambda c: c.update(report={"failures": 3, "shown": 4, "thumbnail_size": 64})),
+        {"retrieval_failures": 2, "all": 1},
+    ),
+    "figure module source": (
+        lambda w: append_comment(w, "reporting/figures.py"),
+        {"plot_retrieval": 2, "retrieval_failures": 2, "all": 1},
+    ),
     "touch without content change": (touch_without_change, {}),
 }
 
@@ -148,7 +210,7 @@ SKIPPED_AT_RUN_TIME = {"dataset image content": {"extract_text_features": 1}}
 # a features model's below. The other rows change what planned jobs compute
 # (parameters, code, weights, library versions) and run all at once, in
 # test_every_other_change_at_once_runs_as_planned_and_leaves_nothing_to_do:
-# one run instead of one per row (README, "Development").
+# one run instead of one per row (docs/DEVELOPMENT.md).
 RUN_ALONE = ("dataset image content", "dataset caption content")
 RUN_ELSEWHERE = ("new model", "new dataset", "new precomputed-features model")
 
@@ -161,8 +223,9 @@ def test_rerun_matrix(baseline, tmp_path, row):
     assert planned_jobs(workdir) == expected
     if row in RUN_ALONE:
         skipped = SKIPPED_AT_RUN_TIME.get(row, {})
-        assert run_jobs(workdir) == {rule: n - skipped.get(rule, 0) for rule, n in expected.items()
-                                     if n > skipped.get(rule, 0)}
+        assert run_jobs(workdir) == {
+            rule: n - skipped.get(rule, 0) for rule, n in expected.items() if n > skipped.get(rule, 0)
+        }
         assert planned_jobs(workdir) == {}
 
 
@@ -189,8 +252,9 @@ def test_every_other_change_at_once_runs_as_planned_and_leaves_nothing_to_do(bas
     workdir = copy_experiment(baseline, tmp_path / "experiment")
     for row in together:
         MATRIX[row][0](workdir)
-    run_as_planned(workdir, [MATRIX[row][1] for row in together] + list(VERSION_MATRIX.values()),
-                   env=upgraded_libraries(workdir))
+    run_as_planned(
+        workdir, [MATRIX[row][1] for row in together] + list(VERSION_MATRIX.values()), env=upgraded_libraries(workdir)
+    )
 
 
 def kill_tree(process):
@@ -213,8 +277,13 @@ def run_until(workdir, condition, timeout=300):
     import time
 
     env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
-    process = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=workdir, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "1"],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -254,7 +323,7 @@ def test_killed_while_writing_features_leaves_no_finished_looking_file(baseline,
     workdir = without_features(baseline, tmp_path / "experiment")
     features = workdir / "results/features"
     partial = run_until(workdir, lambda: next(iter(features.glob("**/.*.partial-*")), None))
-    final = partial.with_name(partial.name[1:partial.name.index(".partial-")])
+    final = partial.with_name(partial.name[1 : partial.name.index(".partial-")])
     assert not final.exists(), f"{final} exists although its writer was killed mid-file"
     unlock(workdir)
     run_jobs(workdir)
@@ -300,13 +369,21 @@ def snakemake_dry_run_text(workdir):
     return result.stdout + result.stderr
 
 
-RESULT_FILES = ("results/models/tiny/checkpoint.pt", "results/models/tiny/meta.json",
-                "results/datasets/cn-test/meta.json", "results/datasets/shapes-test/meta.json",
-                "results/features/tiny/shapes-test/images.jsonl", "results/features/tiny/cn-test/texts.jsonl",
-                "results/predictions/tiny/shapes-test/t2i.jsonl", "results/predictions/tiny/shapes-test/i2t.jsonl",
-                "results/predictions/tiny/cn-test/t2i.jsonl", "results/scores/tiny/shapes-test/retrieval.json",
-                "results/scores/tiny/cn-test/retrieval.json", "results/experiments/small/summary.csv",
-                "results/experiments/small/summary.md")
+RESULT_FILES = (
+    "results/models/tiny/checkpoint.pt",
+    "results/models/tiny/meta.json",
+    "results/datasets/cn-test/meta.json",
+    "results/datasets/shapes-test/meta.json",
+    "results/features/tiny/shapes-test/images.jsonl",
+    "results/features/tiny/cn-test/texts.jsonl",
+    "results/predictions/tiny/shapes-test/t2i.jsonl",
+    "results/predictions/tiny/shapes-test/i2t.jsonl",
+    "results/predictions/tiny/cn-test/t2i.jsonl",
+    "results/scores/tiny/shapes-test/retrieval.json",
+    "results/scores/tiny/cn-test/retrieval.json",
+    "results/experiments/small/summary.csv",
+    "results/experiments/small/summary.md",
+)
 
 
 def test_a_second_experiment_takes_the_models_and_features_from_the_shared_cache(baseline, output_cache, tmp_path):
@@ -317,13 +394,21 @@ def test_a_second_experiment_takes_the_models_and_features_from_the_shared_cache
     second = small_experiment(tmp_path / "second")
     result = snakemake(second, "--cores", JOB_CORES, "--cache", env=output_cache)
     assert result.returncode == 0, result.stderr[-3000:]
-    fetched = sorted(line.split()[3] for line in (result.stdout + result.stderr).splitlines()
-                     if line.startswith("Symlinking output file") and line.endswith("from cache."))
-    assert fetched == sorted([
-        "results/models/tiny/checkpoint.pt",
-        *(f"results/features/tiny/{d}/{f}" for d in ("shapes-test", "cn-test")
-          for f in ("texts.jsonl", "image-shards/0.jsonl", "images.jsonl")),
-    ])
+    fetched = sorted(
+        line.split()[3]
+        for line in (result.stdout + result.stderr).splitlines()
+        if line.startswith("Symlinking output file") and line.endswith("from cache.")
+    )
+    assert fetched == sorted(
+        [
+            "results/models/tiny/checkpoint.pt",
+            *(
+                f"results/features/tiny/{d}/{f}"
+                for d in ("shapes-test", "cn-test")
+                for f in ("texts.jsonl", "image-shards/0.jsonl", "images.jsonl")
+            ),
+        ]
+    )
     extraction_logs = list((second / "logs/extract").glob("**/*.log")) + [second / "logs/train/tiny.log"]
     assert all(not log.exists() or log.stat().st_size == 0 for log in extraction_logs)
     assert [f for f in RESULT_FILES if (second / f).read_bytes() != (baseline / f).read_bytes()] == []
@@ -334,12 +419,19 @@ def test_a_precomputed_features_model_scores_like_the_model_that_made_them(basel
     add_features_model(workdir)
     run_jobs(workdir)
     for dataset in ("shapes-test", "cn-test"):
-        scores = [json.loads((workdir / f"results/scores/{model}/{dataset}/retrieval.json").read_text())
-                  for model in ("tiny", "given")]
-        assert [{k: v for k, v in s.items() if k != "provenance"} for s in scores][0] == \
-            {k: v for k, v in scores[1].items() if k != "provenance"}
+        scores = [
+            json.loads((workdir / f"results/scores/{model}/{dataset}/retrieval.json").read_text())
+            for model in ("tiny", "given")
+        ]
+        assert [{k: v for k, v in s.items() if k != "provenance"} for s in scores][0] == {
+            k: v for k, v in scores[1].items() if k != "provenance"
+        }
         assert scores[1]["provenance"]["model"]["features"] == {
-            f"precomputed/{d}/{side}.jsonl": scores[1]["provenance"]["model"]["features"][f"precomputed/{d}/{side}.jsonl"]
-            for d in ("cn-test", "shapes-test") for side in ("images", "texts")}
+            f"precomputed/{d}/{side}.jsonl": scores[1]["provenance"]["model"]["features"][
+                f"precomputed/{d}/{side}.jsonl"
+            ]
+            for d in ("cn-test", "shapes-test")
+            for side in ("images", "texts")
+        }
     assert not (workdir / "results/features/given").exists()
     assert planned_jobs(workdir) == {}

@@ -1,15 +1,15 @@
 """The GPU paths against the CPU: extraction on CUDA, knn on a FAISS GPU index.
 
 Each test needs its device and is skipped with the reason elsewhere (the
-machines that run CI have no GPU). README, "On a GPU host", says how to
+machines that run CI have no GPU). docs/CLUSTER_AND_GPU.md says how to
 install the stack these tests need and what they promise.
 """
 
 import numpy as np
 import pytest
 import torch
-
 from conftest import run_cli
+
 from clipeval.features.feature_files import read_features
 from clipeval.retrieval.topk import Searcher, top_k
 
@@ -21,8 +21,9 @@ def faiss_gpu_count():
 
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
-needs_faiss_gpu = pytest.mark.skipif(faiss_gpu_count() == 0,
-                                     reason="faiss sees no GPU (no GPU here, or faiss-cpu installed instead of faiss-gpu)")
+needs_faiss_gpu = pytest.mark.skipif(
+    faiss_gpu_count() == 0, reason="faiss sees no GPU (no GPU here, or faiss-cpu installed instead of faiss-gpu)"
+)
 
 # fp32 features on a GPU are not the CPU's bits (other kernels, other
 # summation orders) but agree with them to this much in every component of
@@ -58,13 +59,33 @@ def test_auto_searches_on_the_gpu():
 
 
 def extract(tiny_checkpoint, shapes_dataset, out, device, precision, num_workers=2):
-    result = run_cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint,
-                     "--images", shapes_dataset / "images.lmdb", "--texts", shapes_dataset / "texts.jsonl",
-                     "--image-output", out / "images.jsonl", "--text-output", out / "texts.jsonl",
-                     "--num-workers", num_workers, "--batch-size", 16, "--device", device, "--precision", precision)
+    result = run_cli(
+        "extract-features",
+        "--arch",
+        "clipeval-tiny",
+        "--pretrained",
+        tiny_checkpoint,
+        "--images",
+        shapes_dataset / "images.lmdb",
+        "--texts",
+        shapes_dataset / "texts.jsonl",
+        "--image-output",
+        out / "images.jsonl",
+        "--text-output",
+        out / "texts.jsonl",
+        "--num-workers",
+        num_workers,
+        "--batch-size",
+        16,
+        "--device",
+        device,
+        "--precision",
+        precision,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    return {side: read_features(out / f"{side}.jsonl", key)
-            for side, key in (("images", "image_id"), ("texts", "text_id"))}
+    return {
+        side: read_features(out / f"{side}.jsonl", key) for side, key in (("images", "image_id"), ("texts", "text_id"))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +104,9 @@ def test_fp32_features_on_cuda_agree_with_the_cpu(tiny_checkpoint, shapes_datase
 
 @needs_cuda
 @pytest.mark.parametrize("precision", ["fp16", "amp", "bf16"])
-def test_half_precision_on_cuda_points_where_fp32_does(tiny_checkpoint, shapes_dataset, cpu_features, tmp_path,
-                                                       precision):
+def test_half_precision_on_cuda_points_where_fp32_does(
+    tiny_checkpoint, shapes_dataset, cpu_features, tmp_path, precision
+):
     on_gpu = extract(tiny_checkpoint, shapes_dataset, tmp_path, "cuda", precision)
     for side, (ids, matrix) in cpu_features.items():
         gpu_ids, gpu_matrix = on_gpu[side]
@@ -102,9 +124,21 @@ def test_knn_writes_the_same_bytes_on_gpu_and_cpu(tiny_checkpoint, shapes_datase
     for device in ("cpu", "cuda"):
         for direction in ("t2i", "i2t"):
             output = tmp_path / device / f"{direction}.jsonl"
-            result = run_cli("make-topk-predictions", "--image-feats", feats / "images.jsonl",
-                             "--text-feats", feats / "texts.jsonl", "--top-k", 10, "--direction", direction,
-                             "--output", output, "--device", device)
+            result = run_cli(
+                "make-topk-predictions",
+                "--image-feats",
+                feats / "images.jsonl",
+                "--text-feats",
+                feats / "texts.jsonl",
+                "--top-k",
+                10,
+                "--direction",
+                direction,
+                "--output",
+                output,
+                "--device",
+                device,
+            )
             assert result.returncode == 0, result.stderr[-3000:]
             assert ("(faiss search on the GPU" if device == "cuda" else "search on the CPU") in result.stdout
             written[device, direction] = output.read_bytes()

@@ -1,6 +1,6 @@
 """Re-runs in an experiment with every source format, a trained model and a local-weights model.
 
-The rows of the README's re-run table that the small two-dataset experiment
+The rows of the re-run table (docs/CACHING.md) that the small two-dataset experiment
 of test_caching cannot show: each importer's source files, classification
 datasets, the protocol and bootstrap seed, a model's arch and its weights
 file. And the code fingerprints, checked module by module against what each
@@ -15,7 +15,6 @@ import sys
 
 import pytest
 import torch
-
 from snakemake_runner import copy_experiment, copy_workflow, edit_config, planned_jobs, plus, run_as_planned, run_jobs
 from sources import write_cnclip, write_coco, write_imagefolder, write_karpathy, write_shapes_cifar
 
@@ -28,27 +27,64 @@ def formats_config():
     return {
         "datasets": {
             "shapes-train": {"format": "shapes", "task": "train", "num_images": 128, "seed": 0},
-            "shapes-1k": {"format": "shapes", "task": "retrieval", "num_images": 1000, "seed": 1, "first_image_id": 10000},
-            "cn": {"format": "cnclip", "task": "retrieval", "images": "sources/cn_imgs.tsv",
-                   "texts": "sources/cn_texts.jsonl", **full},
-            "flickr": {"format": "karpathy", "task": "retrieval", "annotations": "sources/dataset_flickr30k.json",
-                       "images": "sources/flickr30k-images", **full},
-            "coco": {"format": "coco", "task": "retrieval", "annotations": "sources/captions_val2017.json",
-                     "images": "sources/val2017", **full},
-            "shapes-classes": {"format": "shapes", "task": "classification", "num_images": 30, "seed": 2,
-                               "first_image_id": 20000},
-            "cifar": {"format": "cifar", "task": "classification", "batch": "sources/cifar-10-batches-py/test_batch",
-                      "templates": "sources/cifar-templates.txt"},
-            "folder": {"format": "imagefolder", "task": "classification", "images": "sources/val",
-                       "classnames": "sources/classnames.txt", "templates": "sources/templates.txt"},
+            "shapes-1k": {
+                "format": "shapes",
+                "task": "retrieval",
+                "num_images": 1000,
+                "seed": 1,
+                "first_image_id": 10000,
+            },
+            "cn": {
+                "format": "cnclip",
+                "task": "retrieval",
+                "images": "sources/cn_imgs.tsv",
+                "texts": "sources/cn_texts.jsonl",
+                **full,
+            },
+            "flickr": {
+                "format": "karpathy",
+                "task": "retrieval",
+                "annotations": "sources/dataset_flickr30k.json",
+                "images": "sources/flickr30k-images",
+                **full,
+            },
+            "coco": {
+                "format": "coco",
+                "task": "retrieval",
+                "annotations": "sources/captions_val2017.json",
+                "images": "sources/val2017",
+                **full,
+            },
+            "shapes-classes": {
+                "format": "shapes",
+                "task": "classification",
+                "num_images": 30,
+                "seed": 2,
+                "first_image_id": 20000,
+            },
+            "cifar": {
+                "format": "cifar",
+                "task": "classification",
+                "batch": "sources/cifar-10-batches-py/test_batch",
+                "templates": "sources/cifar-templates.txt",
+            },
+            "folder": {
+                "format": "imagefolder",
+                "task": "classification",
+                "images": "sources/val",
+                "classnames": "sources/classnames.txt",
+                "templates": "sources/templates.txt",
+            },
         },
         "models": {
-            "tiny": {"arch": "clipeval-tiny",
-                     "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0}},
+            "tiny": {
+                "arch": "clipeval-tiny",
+                "train": {"dataset": "shapes-train", "epochs": 1, "batch_size": 64, "lr": 0.001, "seed": 0},
+            },
             "local": {"arch": "clipeval-tiny", "pretrained": "weights/local.pt"},
         },
         "evaluate": [{"model": "tiny", "dataset": name} for name in RETRIEVAL + CLASSIFICATION]
-                    + [{"model": "local", "dataset": "flickr"}],
+        + [{"model": "local", "dataset": "flickr"}],
         "extract": {"batch_size": 64, "num_workers": 0, "device": "cpu"},
         "metrics": {"bootstrap": 50},
     }
@@ -85,22 +121,51 @@ IMPORT_TIMES = {"PYTHONPROFILEIMPORTTIME": "1"}
 def experiment(tmp_path_factory):
     workdir = formats_experiment(tmp_path_factory.mktemp("formats"))
     ran = run_jobs(workdir, env=IMPORT_TIMES)
-    assert ran == {"prepare_shapes": 3, "prepare_cnclip": 1, "prepare_karpathy": 1, "prepare_coco": 1,
-                   "prepare_cifar": 1, "prepare_imagefolder": 1, "train": 1, "describe_model": 2,
-                   "extract_text_features": 5, "extract_image_shard": 8, "gather_image_features": 8, "knn": 10,
-                   "score_retrieval": 5, "encode_classes": 3, "score_classification": 3, "compare_models": 1,
-                   "summary": 1, "all": 1, "report_tables": 1, "plot_retrieval": 4, "retrieval_failures": 5,
-                   "plot_classification": 3, "classification_failures": 3, "plot_comparisons": 1}
+    assert ran == {
+        "prepare_shapes": 3,
+        "prepare_cnclip": 1,
+        "prepare_karpathy": 1,
+        "prepare_coco": 1,
+        "prepare_cifar": 1,
+        "prepare_imagefolder": 1,
+        "train": 1,
+        "describe_model": 2,
+        "extract_text_features": 5,
+        "extract_image_shard": 8,
+        "gather_image_features": 8,
+        "knn": 10,
+        "score_retrieval": 5,
+        "encode_classes": 3,
+        "score_classification": 3,
+        "compare_models": 1,
+        "summary": 1,
+        "all": 1,
+        "report_tables": 1,
+        "plot_retrieval": 4,
+        "retrieval_failures": 5,
+        "plot_classification": 3,
+        "classification_failures": 3,
+        "plot_comparisons": 1,
+    }
     return workdir
 
 
 def retrieval_jobs(models=1):
-    return {"extract_text_features": models, "extract_image_shard": models, "gather_image_features": models,
-            "knn": 2 * models, "score_retrieval": models}
+    return {
+        "extract_text_features": models,
+        "extract_image_shard": models,
+        "gather_image_features": models,
+        "knn": 2 * models,
+        "score_retrieval": models,
+    }
 
 
-CLASSIFICATION_JOBS = {"extract_image_shard": 1, "gather_image_features": 1, "encode_classes": 1,
-                       "score_classification": 1}
+CLASSIFICATION_JOBS = {
+    "extract_image_shard": 1,
+    "gather_image_features": 1,
+    "encode_classes": 1,
+    "score_classification": 1,
+}
 # Planned because classes.json is re-written, skipped when it comes out the same: the images changed, not the classes.
 CLASSIFICATION_JOBS_RUN = {"extract_image_shard": 1, "gather_image_features": 1, "score_classification": 1}
 FINISH = {"summary": 1, "all": 1, "report_tables": 1}
@@ -109,9 +174,13 @@ FINISH = {"summary": 1, "all": 1, "report_tables": 1}
 def report(retrieval_datasets=0, retrieval_pairs=0, classification_datasets=0, classification_pairs=0, compared=0):
     """The report jobs after new scores or features: each dataset's figures, each (model, dataset) pair's
     gallery, each comparison's plot. A classification gallery reads features, not scores."""
-    jobs = {"plot_retrieval": retrieval_datasets, "retrieval_failures": retrieval_pairs,
-            "plot_classification": classification_datasets, "classification_failures": classification_pairs,
-            "plot_comparisons": compared}
+    jobs = {
+        "plot_retrieval": retrieval_datasets,
+        "retrieval_failures": retrieval_pairs,
+        "plot_classification": classification_datasets,
+        "classification_failures": classification_pairs,
+        "plot_comparisons": compared,
+    }
     return {rule: count for rule, count in jobs.items() if count}
 
 
@@ -122,6 +191,7 @@ def edit_file(relative, change):
     def edit(workdir):
         path = workdir / relative
         path.write_bytes(change(path.read_bytes()))
+
     return edit
 
 
@@ -143,28 +213,44 @@ ROWS = {
     "karpathy annotations": (
         edit_file("sources/dataset_flickr30k.json", lambda raw: raw.replace(b'"raw": "a ', b'"raw": "one ', 1)),
         plus({"prepare_karpathy": 1}, retrieval_jobs(2), {"compare_models": 1}, FINISH, report(1, 2, compared=1)),
-        None),
+        None,
+    ),
     "coco annotations": (
         edit_file("sources/captions_val2017.json", lambda raw: raw.replace(b'"caption": "a ', b'"caption": "one ', 1)),
-        plus({"prepare_coco": 1}, retrieval_jobs(), FINISH, report(1, 1)), None),
-    "image folder file": (replace_folder_image,
-                          plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
-                          plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS_RUN, FINISH, CLASSIFICATION_REPORT)),
+        plus({"prepare_coco": 1}, retrieval_jobs(), FINISH, report(1, 1)),
+        None,
+    ),
+    "image folder file": (
+        replace_folder_image,
+        plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
+        plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS_RUN, FINISH, CLASSIFICATION_REPORT),
+    ),
     "image folder file touched": (lambda w: os.utime(sorted((w / "sources/val/circle").iterdir())[0]), {}, None),
-    "cifar batch": (flip_cifar_label, plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
-                    plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS_RUN, FINISH, CLASSIFICATION_REPORT)),
+    "cifar batch": (
+        flip_cifar_label,
+        plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
+        plus({"prepare_cifar": 1}, CLASSIFICATION_JOBS_RUN, FINISH, CLASSIFICATION_REPORT),
+    ),
     "classification dataset content": (
         lambda w: edit_config(w, lambda c: c["datasets"]["shapes-classes"].update(seed=5)),
-        plus({"prepare_shapes": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT), None),
+        plus({"prepare_shapes": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
+        None,
+    ),
     "metrics.protocol": (
         lambda w: edit_config(w, lambda c: c["metrics"].update(protocol="folds-1k")),
-        {"score_retrieval": 1, **FINISH, **report(1, 1)}, None),
+        {"score_retrieval": 1, **FINISH, **report(1, 1)},
+        None,
+    ),
     "metrics.bootstrap_seed": (
         lambda w: edit_config(w, lambda c: c["metrics"].update(bootstrap_seed=1)),
-        {"score_retrieval": 5, "score_classification": 3, "compare_models": 1, **FINISH, **report(4, 5, 3, compared=1)}, None),
+        {"score_retrieval": 5, "score_classification": 3, "compare_models": 1, **FINISH, **report(4, 5, 3, compared=1)},
+        None,
+    ),
     "local weights file, same path": (
         lambda w: write_weights(w / "weights/local.pt", seed=1),
-        plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH, report(1, 1, compared=1)), None),
+        plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH, report(1, 1, compared=1)),
+        None,
+    ),
 }
 
 
@@ -196,8 +282,9 @@ def test_a_model_arch_change_reextracts_that_model(experiment, tmp_path):
     workdir = copy_experiment(experiment, tmp_path / "experiment")
     edit_config(workdir, lambda c: c["models"]["local"].update(arch="RN50"))
     # Planned only: these weights do not fit RN50, so running would stop at describe_model.
-    assert planned_jobs(workdir) == plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH,
-                                         report(1, 1, compared=1))
+    assert planned_jobs(workdir) == plus(
+        {"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH, report(1, 1, compared=1)
+    )
 
 
 PACKAGE_IMPORT = re.compile(r"^import time:.*\|\s+(clipeval(?:\.\w+)*)\s*$", re.M)
@@ -212,17 +299,21 @@ def rule_of_log(path, config):
     if stage == "extract":
         if len(parts) == 3:  # extract/{model}/meta.log
             return "describe_model"
-        return {"texts": "extract_text_features", "gather": "gather_image_features"}.get(path.stem,
-                                                                                        "extract_image_shard")
+        return {"texts": "extract_text_features", "gather": "gather_image_features"}.get(
+            path.stem, "extract_image_shard"
+        )
     if stage == "classify":
         return {"classes": "encode_classes", "score": "score_classification"}[path.stem]
     if stage == "score":
         return "score_retrieval"
     if stage == "report":  # report/{experiment}/tables.log, …/{dataset}/plots.log, …/{dataset}/{model}/failures.log
         classification = len(parts) > 3 and config["datasets"][parts[2]]["task"] == "classification"
-        return {"tables": "report_tables", "comparisons": "plot_comparisons",
-                "plots": "plot_classification" if classification else "plot_retrieval",
-                "failures": "classification_failures" if classification else "retrieval_failures"}[path.stem]
+        return {
+            "tables": "report_tables",
+            "comparisons": "plot_comparisons",
+            "plots": "plot_classification" if classification else "plot_retrieval",
+            "failures": "classification_failures" if classification else "retrieval_failures",
+        }[path.stem]
     return {"train": "train", "knn": "knn", "compare": "compare_models", "summary": "summary"}[stage]
 
 
@@ -266,7 +357,11 @@ def test_each_rule_fingerprints_exactly_the_modules_its_jobs_imported(experiment
     from clipeval.codegraph import CodeGraph, command_entry_modules
 
     loaded = modules_loaded_by_rule(experiment)
-    assert loaded["score_retrieval"] >= {"clipeval.retrieval.recall", "clipeval.retrieval.ranks", "clipeval.commands.score_retrieval"}
+    assert loaded["score_retrieval"] >= {
+        "clipeval.retrieval.recall",
+        "clipeval.retrieval.ranks",
+        "clipeval.commands.score_retrieval",
+    }
     commands = command_of_rule(experiment)
     assert set(commands) == set(loaded) - {"all"}
     graph = CodeGraph(experiment / "workflow/clipeval")
@@ -282,8 +377,11 @@ def test_editing_a_module_reruns_exactly_the_jobs_that_imported_it(experiment, t
 
     loaded = modules_loaded_by_rule(experiment)
     shared = {"clipeval.cli", "clipeval.errors", "clipeval.storage.jsonl"}
-    modules = [(name, path) for name, path in package_modules(experiment)
-               if name in shared or (name.startswith("clipeval.commands.") and any(name in m for m in loaded.values()))]
+    modules = [
+        (name, path)
+        for name, path in package_modules(experiment)
+        if name in shared or (name.startswith("clipeval.commands.") and any(name in m for m in loaded.values()))
+    ]
     assert len(modules) >= 15
     users = {name: sorted(rule for rule, names in loaded.items() if name in names) for name, _ in modules}
 
@@ -305,9 +403,11 @@ def test_editing_a_module_reruns_exactly_the_jobs_that_imported_it(experiment, t
     with ThreadPoolExecutor(2) as pool:
         rule_sets = sorted(set(map(tuple, users.values())))
         plans = dict(zip(rule_sets, pool.map(expected, enumerate(rule_sets))))
-        mismatches = [(name, plan, plans[tuple(users[name])])
-                      for name, plan in pool.map(planned_after_editing, enumerate(modules))
-                      if plan != plans[tuple(users[name])]]
+        mismatches = [
+            (name, plan, plans[tuple(users[name])])
+            for name, plan in pool.map(planned_after_editing, enumerate(modules))
+            if plan != plans[tuple(users[name])]
+        ]
     assert mismatches == []
 
 
@@ -315,9 +415,14 @@ def test_adding_a_subcommand_reruns_nothing(experiment, tmp_path):
     workdir = copy_experiment(experiment, tmp_path / "experiment")
     (workdir / "workflow/clipeval/commands/count_images.py").write_text(
         'HELP = "count a dataset\'s images"\n\n\ndef add_arguments(parser):\n    parser.add_argument("store")\n\n\n'
-        'def run(args):\n    from clipeval.data.image_lmdb import ImageStore\n\n    print(len(ImageStore(args.store).image_ids()))\n')
+        "def run(args):\n    from clipeval.data.image_lmdb import ImageStore\n\n    print(len(ImageStore(args.store).image_ids()))\n"
+    )
     assert planned_jobs(workdir) == {}
-    result = subprocess.run([sys.executable, "-m", "clipeval", "count-images", "results/datasets/cn/images.lmdb"],
-                            cwd=workdir, capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(workdir / "workflow")})
+    result = subprocess.run(
+        [sys.executable, "-m", "clipeval", "count-images", "results/datasets/cn/images.lmdb"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(workdir / "workflow")},
+    )
     assert (result.returncode, result.stdout) == (0, "40\n"), result.stderr

@@ -1,6 +1,6 @@
 """The package's own import graph, read from the source: which code a command runs.
 
-The workflow fingerprints each rule by the code its command runs (README,
+The workflow fingerprints each rule by the code its command runs (docs/CACHING.md,
 "Caching and re-runs"). Imports are read with `ast`, so every form
 counts: `import clipeval.x`, `from .x import a`, `from . import x`, imports in
 parentheses or inside functions, and the package `__init__` files that any
@@ -62,15 +62,20 @@ class CodeGraph:
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     anchor = package.split(".")
-                    anchor = anchor[:len(anchor) - (node.level - 1)]
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
                     base = ".".join(anchor + ([node.module] if node.module else []))
                 else:
                     base = node.module
                 found.add(base)
                 # `from package import name` may name a submodule.
                 found.update(f"{base}.{alias.name}" for alias in node.names)
-        return {parent for name in found if self.source_file(name) for parent in _with_parents(name)
-                if self.source_file(parent)}
+        return {
+            parent
+            for name in found
+            if self.source_file(name)
+            for parent in _with_parents(name)
+            if self.source_file(parent)
+        }
 
     def closure(self, entry_modules) -> list[str]:
         """The entry modules and every package module they import, transitively, sorted."""

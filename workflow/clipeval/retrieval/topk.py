@@ -32,14 +32,18 @@ from threadpoolctl import ThreadpoolController
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import Direction
-from clipeval.retrieval.ranking_rule import (exact_pair_scores, exact_table_scores, order_pairs_by_ranking_rule,
-                                             score_tolerance)
+from clipeval.retrieval.ranking_rule import (
+    exact_pair_scores,
+    exact_table_scores,
+    order_pairs_by_ranking_rule,
+    score_tolerance,
+)
 from clipeval.threads import compute_threads, in_threads, row_parts
 
 SEARCHES = ("auto", "numpy", "faiss")
 # Each thread of the numpy search multiplies a chunk of queries at a time, with BLAS held to one thread, and
 # passes over the chunk's scores while the other threads multiply: measured faster than BLAS's own threads
-# followed by a threaded pass over a whole block (README, "Benchmarks").
+# followed by a threaded pass over a whole block (docs/BENCHMARKS.md).
 _CHUNK_SCORE_BYTES = 32 << 20  # float32 scores of one thread's chunk
 # A chunk has at least this many queries: a one-thread product repacks the gallery for every call, a cost
 # that fewer queries do not amortize. A gallery too large for that is multiplied in tiles of columns.
@@ -57,11 +61,11 @@ _MAX_TABLE_PADDING = 2
 # with the depth it fetches.
 _EXTRA_FETCHED = 6
 # auto times FAISS on at least this many queries (and at least as many as it timed numpy on): enough that
-# FAISS multiplies through BLAS (README, "Benchmarks": its calls by size), few enough that most of a
+# FAISS multiplies through BLAS (docs/BENCHMARKS.md: its calls by size), few enough that most of a
 # COCO-sized job is left to the search it keeps.
 _TIMED_QUERIES = 1024
 # The first quarter of FAISS's timing block runs untimed: its first call in a process also starts its thread
-# pools, a one-time cost that made it look slower than it runs (README, "Benchmarks"). The numpy search starts
+# pools, a one-time cost that made it look slower than it runs (docs/BENCHMARKS.md). The numpy search starts
 # nothing that outlives a call, and splitting its block costs it a repacking of the gallery per thread.
 _UNTIMED_SHARE = 4
 
@@ -112,8 +116,10 @@ class MatmulSearch:
     def _chunk_candidates(self, chunk, k, margin):
         """A chunk's candidates. Each tile keeps what is within `margin` of its own k-th best, which is no
         better than the row's: so the tiles together keep every candidate."""
-        in_tiles = [_within_margin_of_kth(chunk @ self.gallery[first:end].T, k, margin, first)
-                    for first, end in zip(self.tile_bounds[:-1].tolist(), self.tile_bounds[1:].tolist())]
+        in_tiles = [
+            _within_margin_of_kth(chunk @ self.gallery[first:end].T, k, margin, first)
+            for first, end in zip(self.tile_bounds[:-1].tolist(), self.tile_bounds[1:].tolist())
+        ]
         return _near_kth(*(np.concatenate(found) for found in zip(*in_tiles)), k, margin, len(chunk))
 
 
@@ -204,8 +210,10 @@ class FaissSearch:
         try:
             import faiss
         except ImportError:
-            raise ClipevalError("knn needs FAISS, and no FAISS build is installed: pip install 'clipeval[cpu]',"
-                                " or 'clipeval[gpu]' on a CUDA host") from None
+            raise ClipevalError(
+                "knn needs FAISS, and no FAISS build is installed: pip install 'clipeval[cpu]',"
+                " or 'clipeval[gpu]' on a CUDA host"
+            ) from None
         self._faiss = faiss
         self.gallery = np.ascontiguousarray(gallery, dtype=np.float32)
         self.gpu_index = None
@@ -319,7 +327,8 @@ def top_k(queries: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, k: 
 
     def rank(first, end, rows, columns):
         result_ids[first:end], result_scores[first:end] = best_by_ranking_rule(
-            queries[first:end], gallery, gallery_ids, rows, columns, kept)
+            queries[first:end], gallery, gallery_ids, rows, columns, kept
+        )
 
     start = 0
     while start < len(queries):

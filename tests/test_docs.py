@@ -1,0 +1,72 @@
+"""The user's documents: every relative link and anchor resolves, and the README stays a short guide."""
+
+import re
+
+import pytest
+from conftest import REPO
+
+DOCUMENTS = sorted(
+    [REPO / "README.md", REPO / "CHANGELOG.md", REPO / "config/README.md", *(REPO / "docs").glob("*.md")]
+)
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^(#{1,6}) +(.+?) *#*$", re.M)
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+COMMIT = re.compile(r"\bcommits? +[0-9a-f]{7,40}\b")
+
+
+def without_code_blocks(text):
+    return FENCE.sub("", text)
+
+
+def anchor(heading):
+    """GitHub's anchor for a heading: lower case, punctuation other than - and _ dropped, spaces to -."""
+    text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path):
+    seen, names = {}, set()
+    for _, heading in HEADING.findall(without_code_blocks(path.read_text(encoding="utf-8"))):
+        name = anchor(heading)
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        names.add(name if count == 0 else f"{name}-{count}")
+    return names
+
+
+def relative_links(path):
+    for target in LINK.findall(without_code_blocks(path.read_text(encoding="utf-8"))):
+        if not re.match(r"[a-z]+:", target):
+            yield target
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
+def test_every_relative_link_and_anchor_resolves(document):
+    broken = []
+    for target in relative_links(document):
+        file_part, _, fragment = target.partition("#")
+        linked = (document.parent / file_part).resolve() if file_part else document
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
+            broken.append(f"{target}: no heading with anchor #{fragment}")
+    assert not broken, f"{document.relative_to(REPO)}: " + "; ".join(broken)
+
+
+def test_the_link_checker_finds_a_broken_file_and_a_broken_anchor(tmp_path):
+    (tmp_path / "other.md").write_text("# Other page\n\n## On a GPU host\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[a](other.md#on-a-gpu-host) [b](missing.md) [c](other.md#nope) [d](#local)\n\n"
+        "```\n[e](ignored-in-code.md)\n```\n\n## Local\n"
+    )
+    assert list(relative_links(page)) == ["other.md#on-a-gpu-host", "missing.md", "other.md#nope", "#local"]
+    assert anchors(tmp_path / "other.md") == {"other-page", "on-a-gpu-host"}
+    assert anchor("`make test` and **the** [suite](x.md): 2 tiers") == "make-test-and-the-suite-2-tiers"
+
+
+def test_the_readme_is_a_short_guide_without_commit_hashes():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    for document in DOCUMENTS:
+        assert not COMMIT.search(document.read_text(encoding="utf-8")), document
