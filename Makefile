@@ -5,14 +5,14 @@ BIN := $(VENV)/bin
 CORES ?= all
 # Another experiment's config instead of config/config.yaml: make run CONFIG=config/examples/muge.yaml
 CONFIG ?=
-# Which FAISS build knn searches with: cpu, or gpu on a CUDA host (README, "On a GPU host").
+# Which FAISS build knn searches with: cpu, or gpu on a CUDA host (docs/CLUSTER_AND_GPU.md, "On a GPU host").
 FAISS ?= cpu
 ifeq ($(filter $(FAISS),cpu gpu),)
 $(error FAISS must be cpu or gpu, not '$(FAISS)')
 endif
 INSTALLED := $(BIN)/.installed-$(FAISS)
 
-.PHONY: run test lint clean readme bench experiments report
+.PHONY: run test test-fast lint clean readme bench experiments report
 
 # The two FAISS builds install the same `faiss` package, so switching removes both first.
 $(INSTALLED): pyproject.toml constraints.txt
@@ -28,6 +28,10 @@ run: $(INSTALLED)
 
 test: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+# The unit tests alone (no workflow runs): about two minutes on two cores.
+test-fast: $(INSTALLED)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not workflow"
 
 # After a change that moves the default experiment's numbers: run it and put
 # its headline into README.md (a test compares the two).
@@ -50,6 +54,9 @@ bench: $(INSTALLED)
 	cd benchmarks && PATH="$(CURDIR)/$(BIN):$$PATH" $(CURDIR)/$(BIN)/python run.py
 
 lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/snakefmt --check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 
 clean:

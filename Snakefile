@@ -63,7 +63,7 @@ onstart:
 
 
 rule all:
+    default_target: True
     input:
         rules.summary.output,
         report_files(),
-    default_target: True

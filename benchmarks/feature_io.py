@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-
 from measure import SHAPES, best_seconds, print_table, retrieval_features
 
 

@@ -20,7 +20,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from measure import SHAPES, best_seconds, clipeval_command, exit_status, print_table, retrieval_features, run_command
 
 TOP_K = 10
@@ -69,15 +68,31 @@ def shape_rows(shape, directions, workdir, gpu=None):
         # took 0.637 to 0.889 s, while top_k's times stayed within 3%.
         floor = min(floor, best_seconds(product))
         if gpu:
-            timed["top_k, GPU search"] = best_seconds(lambda: top_k(queries, gallery, ids, TOP_K,
-                                                                    Searcher(gallery, gpu)))
+            timed["top_k, GPU search"] = best_seconds(
+                lambda: top_k(queries, gallery, ids, TOP_K, Searcher(gallery, gpu))
+            )
         peaks = {}
-        for device, what in (("cpu", "make-topk-predictions, whole process"),
-                             *(((gpu, "make-topk-predictions, whole process, GPU"),) if gpu else ())):
-            timed[what], peaks[what] = run_command(clipeval_command(
-                "make-topk-predictions", "--image-feats", workdir / "images.jsonl", "--text-feats",
-                workdir / "texts.jsonl", "--top-k", TOP_K, "--direction", direction, "--device", device,
-                "--output", workdir / f"{direction}.jsonl"))
+        for device, what in (
+            ("cpu", "make-topk-predictions, whole process"),
+            *(((gpu, "make-topk-predictions, whole process, GPU"),) if gpu else ()),
+        ):
+            timed[what], peaks[what] = run_command(
+                clipeval_command(
+                    "make-topk-predictions",
+                    "--image-feats",
+                    workdir / "images.jsonl",
+                    "--text-feats",
+                    workdir / "texts.jsonl",
+                    "--top-k",
+                    TOP_K,
+                    "--direction",
+                    direction,
+                    "--device",
+                    device,
+                    "--output",
+                    workdir / f"{direction}.jsonl",
+                )
+            )
         label = f"{shape} {direction} ({len(queries):,} × {len(gallery):,})"
         rows.append([label, "float32 product (floor)", f"{floor:.3f}", "1.00", ""])
         for what, seconds in timed.items():
@@ -90,8 +105,14 @@ def gpu_name(device):
     """The GPU's name for the table's title, or the device as given where nvidia-smi cannot tell."""
     number = device.partition(":")[2] or "0"
     try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", number],
-                              capture_output=True, text=True).stdout.strip() or device
+        return (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", number],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            or device
+        )
     except FileNotFoundError:
         return device
 
@@ -106,23 +127,29 @@ def ranking_rule_parts(shape):
     ids = np.arange(n_images)
     search = MatmulSearch(images)
     margin = 2.0 * score_tolerance(queries, images)
-    blocks = [queries[start:start + search.rows_per_block] for start in range(0, len(queries), search.rows_per_block)]
+    blocks = [queries[start : start + search.rows_per_block] for start in range(0, len(queries), search.rows_per_block)]
     found = [search.candidates(block, TOP_K, margin) for block in blocks]
 
     def rank_all():
         for block, (rows, columns) in zip(blocks, found):
+
             def rank(first, end, part_rows, part_columns, block=block):
                 best_by_ranking_rule(block[first:end], images, ids, part_rows, part_columns, TOP_K)
+
             rank_in_parts(len(block), rows, columns, rank)
 
     floor = best_seconds(lambda: [block @ images.T for block in blocks])
     parts = {
         "float32 product, block by block (floor)": floor,
         "candidates, in threads (product included)": best_seconds(
-            lambda: [search.candidates(block, TOP_K, margin) for block in blocks]),
+            lambda: [search.candidates(block, TOP_K, margin) for block in blocks]
+        ),
         "float64 rescoring and ordering by the ranking rule, one thread": best_seconds(
-            lambda: [best_by_ranking_rule(block, images, ids, rows, columns, TOP_K)
-                     for block, (rows, columns) in zip(blocks, found)]),
+            lambda: [
+                best_by_ranking_rule(block, images, ids, rows, columns, TOP_K)
+                for block, (rows, columns) in zip(blocks, found)
+            ]
+        ),
         "rescoring and ordering, in threads": best_seconds(rank_all),
     }
     pairs = sum(len(rows) for rows, _ in found)
@@ -136,9 +163,14 @@ def faiss_call_sizes(gallery_size=100_000, sizes=(100, 249, 250, 1000, 5000)):
 
     images, texts = retrieval_features(max(sizes), gallery_size)
     search = FaissSearch(images, "cpu")
-    search.search(texts[:max(sizes)], TOP_K)  # warm up its threads
-    return [[f"{size:,} × {gallery_size:,}", f"{1000 * best_seconds(lambda: search.search(texts[:size], TOP_K)) / size:.3f}"]
-            for size in sizes]
+    search.search(texts[: max(sizes)], TOP_K)  # warm up its threads
+    return [
+        [
+            f"{size:,} × {gallery_size:,}",
+            f"{1000 * best_seconds(lambda: search.search(texts[:size], TOP_K)) / size:.3f}",
+        ]
+        for size in sizes
+    ]
 
 
 def main(argv=None):
@@ -157,14 +189,22 @@ def main(argv=None):
             directions = ("t2i",) if shape == "gallery-100k" else ("t2i", "i2t")
             rows += shape_rows(shape, directions, Path(workdir), gpu)
     where = f"CPU and {gpu_name(gpu)}" if gpu else "CPU"
-    print_table(f"knn, top-{TOP_K}, {where} (the floor: numpy's float32 product on the CPU)",
-                ["shape", "what", "seconds", "× floor", "peak MiB"], rows)
+    print_table(
+        f"knn, top-{TOP_K}, {where} (the floor: numpy's float32 product on the CPU)",
+        ["shape", "what", "seconds", "× floor", "peak MiB"],
+        rows,
+    )
     if "coco-5k" in args.shapes:
-        print_table(f"knn, top-{TOP_K}, numpy search: the ranking rule's parts", ["shape", "part", "seconds",
-                                                                                  "× floor"],
-                    ranking_rule_parts("coco-5k"))
-    print_table(f"FAISS flat search (CPU, top-{TOP_K}) by queries per call", ["queries × gallery", "ms per query"],
-                faiss_call_sizes())
+        print_table(
+            f"knn, top-{TOP_K}, numpy search: the ranking rule's parts",
+            ["shape", "part", "seconds", "× floor"],
+            ranking_rule_parts("coco-5k"),
+        )
+    print_table(
+        f"FAISS flat search (CPU, top-{TOP_K}) by queries per call",
+        ["queries × gallery", "ms per query"],
+        faiss_call_sizes(),
+    )
 
 
 if __name__ == "__main__":

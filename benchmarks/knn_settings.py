@@ -21,7 +21,6 @@ import inspect
 import sys
 
 import numpy as np
-
 from measure import SHAPES, best_seconds, exit_status, print_table, retrieval_features
 
 TOP_K = 10
@@ -41,7 +40,7 @@ def patched(module, **values):
 
 
 def blocks_of(queries, search):
-    return [queries[start:start + search.rows_per_block] for start in range(0, len(queries), search.rows_per_block)]
+    return [queries[start : start + search.rows_per_block] for start in range(0, len(queries), search.rows_per_block)]
 
 
 def candidates_of(search, blocks, margin):
@@ -50,8 +49,10 @@ def candidates_of(search, blocks, margin):
 
 def same_candidates(found, expected):
     """The same (row, column) pairs for each block, in whatever order the search listed them."""
+
     def pairs(rows, columns):
         return np.sort(rows.astype(np.int64) * (1 << 32) + columns)
+
     return all(np.array_equal(pairs(*mine), pairs(*theirs)) for mine, theirs in zip(found, expected))
 
 
@@ -82,8 +83,11 @@ class BlasThreadsThenPasses:
         scores = queries @ self.gallery.T
 
         def pass_over(start, stop):
-            rank(start, stop, *_near_kth(*_within_margin_of_kth(scores[start:stop], k, margin, 0), k, margin,
-                                         stop - start))
+            rank(
+                start,
+                stop,
+                *_near_kth(*_within_margin_of_kth(scores[start:stop], k, margin, 0), k, margin, stop - start),
+            )
 
         in_threads(pass_over, row_parts(len(queries)))
 
@@ -134,12 +138,16 @@ def settings_rows(shape):
         def products(start, stop):
             part = queries[start:stop]
             for first in range(0, len(part), configured.rows_per_chunk):
-                part[first:first + configured.rows_per_chunk] @ images.T
+                part[first : first + configured.rows_per_chunk] @ images.T
+
         with ThreadpoolController().limit(limits=1, user_api="blas"):
             in_threads(products, row_parts(len(queries)))
 
-    add("as configured", f"the threads' chunk products alone ({configured.rows_per_chunk} queries a chunk)",
-        best_seconds(products_alone))
+    add(
+        "as configured",
+        f"the threads' chunk products alone ({configured.rows_per_chunk} queries a chunk)",
+        best_seconds(products_alone),
+    )
 
     def configured_candidates():
         return candidates_of(configured, blocks, margin)
@@ -152,47 +160,67 @@ def settings_rows(shape):
             chunk = topk.MatmulSearch(images).rows_per_chunk
             add_top_k(f"chunks of {mib} MiB, at least {least} queries ({chunk} a chunk)")
     add_top_k("a block's candidates all found, then ranked", CandidatesThenRanks(configured))
-    add_top_k("BLAS's threads multiply a block, then threads pass over it",
-              BlasThreadsThenPasses(images, configured.rows_per_block))
+    add_top_k(
+        "BLAS's threads multiply a block, then threads pass over it",
+        BlasThreadsThenPasses(images, configured.rows_per_block),
+    )
 
     for tiles in (2, 4, 8):
         tiled = topk.MatmulSearch(images)
         tiled.tile_bounds = np.linspace(0, n_images, tiles + 1).astype(np.int64)
         if not same_candidates(candidates_of(tiled, blocks, margin), expected):
             raise SystemExit(f"{tiles} tiles of columns gave other candidates")
-        add(f"{tiles} tiles of columns, {tiled.rows_per_chunk} queries a chunk", "candidates (products included)",
-            best_seconds(lambda: candidates_of(tiled, blocks, margin)))
+        add(
+            f"{tiles} tiles of columns, {tiled.rows_per_chunk} queries a chunk",
+            "candidates (products included)",
+            best_seconds(lambda: candidates_of(tiled, blocks, margin)),
+        )
 
     configured_groups = topk._MIN_GROUPS
     for groups in (64, 128, 512, 1024):
         with patched(topk, _MIN_GROUPS=groups):
             if not same_candidates(candidates_of(configured, blocks, margin), expected):
                 raise SystemExit(f"{groups} groups gave other candidates")
-            add(f"{groups} groups instead of {configured_groups}", "candidates (products included)",
-                best_seconds(lambda: candidates_of(configured, blocks, margin)))
+            add(
+                f"{groups} groups instead of {configured_groups}",
+                "candidates (products included)",
+                best_seconds(lambda: candidates_of(configured, blocks, margin)),
+            )
 
-    leading = [columns[np.searchsorted(found_rows, np.arange(len(block)))[:, None] + np.arange(TOP_K)]
-               for block, (found_rows, columns) in zip(blocks, expected)]
+    leading = [
+        columns[np.searchsorted(found_rows, np.arange(len(block)))[:, None] + np.arange(TOP_K)]
+        for block, (found_rows, columns) in zip(blocks, expected)
+    ]
 
     def table_rescored(step, gallery=images):
         return [exact_table_scores(block, gallery, columns, step) for block, columns in zip(blocks, leading)]
 
     def pair_rescored(step):
-        return [exact_pair_scores(block, images, np.repeat(np.arange(len(block)), TOP_K), columns.ravel(), step)
-                for block, columns in zip(blocks, leading)]
+        return [
+            exact_pair_scores(block, images, np.repeat(np.arange(len(block)), TOP_K), columns.ravel(), step)
+            for block, columns in zip(blocks, leading)
+        ]
 
     configured_queries = inspect.signature(exact_table_scores).parameters["queries_per_step"].default
     configured_pairs = inspect.signature(exact_pair_scores).parameters["pairs_per_step"].default
     exact = [scores.ravel() for scores in table_rescored(configured_queries)]
     what = f"float64 rescoring of each query's first {TOP_K} candidates, one thread"
     configured_runs[what] = lambda: table_rescored(configured_queries)
-    variants = [(f"a query at a time, {step} queries a step", lambda step=step: table_rescored(step))
-                for step in (configured_queries, 8, 128)]
+    variants = [
+        (f"a query at a time, {step} queries a step", lambda step=step: table_rescored(step))
+        for step in (configured_queries, 8, 128)
+    ]
     images_float64 = images.astype(np.float64)
-    variants.append((f"a query at a time, {configured_queries} queries a step, from a float64 copy of the images",
-                     lambda: table_rescored(configured_queries, images_float64)))
-    variants += [(f"pair by pair, {step} pairs a step", lambda step=step: pair_rescored(step))
-                 for step in (configured_pairs, 128, 2048)]
+    variants.append(
+        (
+            f"a query at a time, {configured_queries} queries a step, from a float64 copy of the images",
+            lambda: table_rescored(configured_queries, images_float64),
+        )
+    )
+    variants += [
+        (f"pair by pair, {step} pairs a step", lambda step=step: pair_rescored(step))
+        for step in (configured_pairs, 128, 2048)
+    ]
     for setting, rescored in variants:
         if not all(np.array_equal(np.ravel(mine), theirs) for mine, theirs in zip(rescored(), exact)):
             raise SystemExit(f"rescoring {setting} gave other scores")
@@ -209,8 +237,11 @@ def settings_rows(shape):
     floor = min(floor, best_seconds(product))  # timed again: the first best of three varies most
     pairs = sum(len(found_rows) for found_rows, _ in expected)
     label = f"{shape} t2i ({len(queries):,} × {n_images:,}; {pairs / len(queries):.2f} candidates a query)"
-    return label, floor, [[setting, what, f"{seconds:.3f}", f"{seconds / floor:.2f}"]
-                          for setting, what, seconds in rows]
+    return (
+        label,
+        floor,
+        [[setting, what, f"{seconds:.3f}", f"{seconds / floor:.2f}"] for setting, what, seconds in rows],
+    )
 
 
 def main(argv=None):
@@ -218,8 +249,11 @@ def main(argv=None):
     parser.add_argument("--shape", choices=[shape for shape in SHAPES if shape != "gallery-100k"], default="coco-5k")
     args = parser.parse_args(argv)
     label, floor, rows = settings_rows(args.shape)
-    print_table(f"knn, top-{TOP_K}, numpy search settings, {label}; floor {floor:.3f} s",
-                ["setting", "what", "seconds", "× floor"], rows)
+    print_table(
+        f"knn, top-{TOP_K}, numpy search settings, {label}; floor {floor:.3f} s",
+        ["setting", "what", "seconds", "× floor"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,12 @@ def run_command(command, repeats=3, env=None):
     """(fastest wall seconds, its peak resident memory in MiB) of a command run `repeats` times."""
     best = (float("inf"), 0.0)
     for _ in range(repeats):
-        result = subprocess.run([sys.executable, "-c", _LAUNCHER, *map(str, command)], capture_output=True,
-                                text=True, env={**os.environ, **(env or {})})
+        result = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, *map(str, command)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
         seconds, peak_mib, status = result.stdout.split()
         if int(status) != 0:
             raise SystemExit(f"{' '.join(map(str, command))} failed: {result.stderr[-2000:]}")
@@ -76,8 +80,10 @@ def retrieval_features(queries, gallery, seed=0, noise=1.5):
 
 def machine() -> str:
     """One line: CPU, cores, and the BLAS libraries numpy and faiss loaded with the kernels they picked."""
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     blas = []
     try:
         from threadpoolctl import threadpool_info
@@ -87,8 +93,10 @@ def machine() -> str:
         for library in threadpool_info():
             if library.get("internal_api") in ("openblas", "mkl", "blis"):
                 owner = "faiss" if "faiss" in library["filepath"] else "numpy"
-                blas.append(f"{owner}: {library['internal_api']} {library['version']}"
-                            f" ({library.get('architecture', '?')} kernels)")
+                blas.append(
+                    f"{owner}: {library['internal_api']} {library['version']}"
+                    f" ({library.get('architecture', '?')} kernels)"
+                )
     except ImportError:
         blas.append("threadpoolctl not installed: BLAS kernels unknown")
     return f"{cpu}, {os.cpu_count()} cores; " + "; ".join(blas)

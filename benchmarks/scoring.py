@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-
 from measure import CAPTIONS_PER_IMAGE, best_seconds, clipeval_command, print_table, retrieval_features, run_command
 
 REPLICATES = 1000
@@ -57,10 +56,10 @@ def tiled_product_seconds(queries, gallery, tile_rows, tile_columns, repeats):
 
     def product():
         for start in range(0, len(queries), tile_rows):
-            rows = queries[start:start + tile_rows]
+            rows = queries[start : start + tile_rows]
             for column in range(0, len(gallery), tile_columns):
-                block = gallery[column:column + tile_columns]
-                np.matmul(rows, block.T, out=buffer[:len(rows) * len(block)].reshape(len(rows), len(block)))
+                block = gallery[column : column + tile_columns]
+                np.matmul(rows, block.T, out=buffer[: len(rows) * len(block)].reshape(len(rows), len(block)))
 
     return best_seconds(product, repeats=repeats)
 
@@ -76,7 +75,7 @@ def ranks_tile(n_queries, n_gallery):
 def product_floor(texts, images):
     """Seconds for texts × images in the ranks' tiles (scaled from the first row tiles when there are more)."""
     tile_rows, tile_columns = ranks_tile(len(texts), len(images))
-    sample = texts[:tile_rows * FLOOR_ROW_TILES]
+    sample = texts[: tile_rows * FLOOR_ROW_TILES]
     seconds = tiled_product_seconds(sample, images, tile_rows, tile_columns, 1 if len(sample) < len(texts) else 3)
     return seconds * len(texts) / len(sample)
 
@@ -87,12 +86,19 @@ def tile_shapes(n_gallery=500_000, n_queries=1024):
 
     gallery, queries = retrieval_features(n_queries, n_gallery)
     whole_rows = max(1, ranks._BUDGET_BYTES // (4 * n_gallery))
-    shapes = {f"{whole_rows} queries × the whole gallery": (whole_rows, n_gallery),
-              "the ranks' tiles: {} queries × {:,} items".format(*ranks_tile(n_queries, n_gallery)):
-                  ranks_tile(n_queries, n_gallery)}
-    return [[f"{what}, gallery of {n_gallery:,}",
-             f"{1000 * tiled_product_seconds(queries, gallery, rows, columns, 2) / n_queries:.2f}"]
-            for what, (rows, columns) in shapes.items()]
+    shapes = {
+        f"{whole_rows} queries × the whole gallery": (whole_rows, n_gallery),
+        "the ranks' tiles: {} queries × {:,} items".format(*ranks_tile(n_queries, n_gallery)): ranks_tile(
+            n_queries, n_gallery
+        ),
+    }
+    return [
+        [
+            f"{what}, gallery of {n_gallery:,}",
+            f"{1000 * tiled_product_seconds(queries, gallery, rows, columns, 2) / n_queries:.2f}",
+        ]
+        for what, (rows, columns) in shapes.items()
+    ]
 
 
 def bootstrap_seconds(ranks_path):
@@ -101,8 +107,9 @@ def bootstrap_seconds(ranks_path):
 
     record = orjson.loads(Path(ranks_path).read_bytes())
     samples = rank_samples(record)
-    return best_seconds(lambda: percentile_intervals(retrieval_statistic(record["recall_at"]), samples, REPLICATES, 0),
-                        repeats=1)
+    return best_seconds(
+        lambda: percentile_intervals(retrieval_statistic(record["recall_at"]), samples, REPLICATES, 0), repeats=1
+    )
 
 
 def shape_row(shape, workdir):
@@ -121,18 +128,59 @@ def shape_row(shape, workdir):
     predictions = []
     if checked:
         for direction in ("t2i", "i2t"):
-            run_command(clipeval_command("make-topk-predictions", *features, "--top-k", 10, "--direction", direction,
-                                         "--device", "cpu", "--output", workdir / f"{direction}.jsonl"), repeats=1)
+            run_command(
+                clipeval_command(
+                    "make-topk-predictions",
+                    *features,
+                    "--top-k",
+                    10,
+                    "--direction",
+                    direction,
+                    "--device",
+                    "cpu",
+                    "--output",
+                    workdir / f"{direction}.jsonl",
+                ),
+                repeats=1,
+            )
             predictions += [f"--{direction}", workdir / f"{direction}.jsonl"]
-    seconds, peak = run_command(clipeval_command(
-        "score-retrieval", "--texts", workdir / "texts.jsonl", *features, *predictions, "--protocol", "full",
-        "--recall-at", 1, 5, 10, "--bootstrap", REPLICATES, "--seed", 0, "--ranks-output", workdir / "ranks.json",
-        "--output", workdir / "scores.json"), repeats=3 if n_texts <= 25_000 else 1)
+    seconds, peak = run_command(
+        clipeval_command(
+            "score-retrieval",
+            "--texts",
+            workdir / "texts.jsonl",
+            *features,
+            *predictions,
+            "--protocol",
+            "full",
+            "--recall-at",
+            1,
+            5,
+            10,
+            "--bootstrap",
+            REPLICATES,
+            "--seed",
+            0,
+            "--ranks-output",
+            workdir / "ranks.json",
+            "--output",
+            workdir / "scores.json",
+        ),
+        repeats=3 if n_texts <= 25_000 else 1,
+    )
     scores = orjson.loads((workdir / "scores.json").read_bytes())
     resampling = bootstrap_seconds(workdir / "ranks.json")
-    return [f"{n_texts:,} × {n_images:,}", "yes" if checked else "no", f"{scores['t2i']['R@1']:.1f}",
-            f"{floor:.2f}", f"{seconds:.2f}", f"{seconds / floor:.2f}", f"{resampling:.2f}",
-            f"{peak:,.0f}", f"{features_mib:,.0f}"]
+    return [
+        f"{n_texts:,} × {n_images:,}",
+        "yes" if checked else "no",
+        f"{scores['t2i']['R@1']:.1f}",
+        f"{floor:.2f}",
+        f"{seconds:.2f}",
+        f"{seconds / floor:.2f}",
+        f"{resampling:.2f}",
+        f"{peak:,.0f}",
+        f"{features_mib:,.0f}",
+    ]
 
 
 def main(argv=None):
@@ -143,9 +191,21 @@ def main(argv=None):
     for shape in args.shapes:
         with tempfile.TemporaryDirectory() as workdir:
             rows.append(shape_row(shape, Path(workdir)))
-    print_table(f"score-retrieval, {REPLICATES} bootstrap replicates, CPU",
-                ["captions × images", "predictions checked", "t2i R@1", "floor: product twice (s)",
-                 "whole process (s)", "× floor", "bootstrap alone (s)", "peak MiB", "features MiB"], rows)
+    print_table(
+        f"score-retrieval, {REPLICATES} bootstrap replicates, CPU",
+        [
+            "captions × images",
+            "predictions checked",
+            "t2i R@1",
+            "floor: product twice (s)",
+            "whole process (s)",
+            "× floor",
+            "bootstrap alone (s)",
+            "peak MiB",
+            "features MiB",
+        ],
+        rows,
+    )
     print_table("float32 product in 64 MiB of scores, by tile shape", ["tiles", "ms per query row"], tile_shapes())
 
 

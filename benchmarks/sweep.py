@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from measure import best_seconds, print_table
 
 from clipeval.commands._options import at_least
-from measure import best_seconds, print_table
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -34,8 +34,10 @@ def sweep_config(num_models, checkpoint, baseline):
     config = yaml.safe_load((REPOSITORY / "config/config.yaml").read_text())
     datasets = config["datasets"]
     datasets["shapes-test-b"] = {**datasets["shapes-test"], "seed": 5, "first_image_id": 300000}
-    config["models"] = {f"checkpoint-{index:03d}": {"arch": "clipeval-tiny", "pretrained": str(checkpoint)}
-                        for index in range(num_models)}
+    config["models"] = {
+        f"checkpoint-{index:03d}": {"arch": "clipeval-tiny", "pretrained": str(checkpoint)}
+        for index in range(num_models)
+    }
     if baseline:
         config["compare"] = {"baseline": "checkpoint-000"}
     return config
@@ -45,8 +47,20 @@ def dry_run(workdir, config):
     """(fastest seconds of two, {rule: jobs}) of `snakemake -n` on `config`."""
     config_file = workdir / "sweep.yaml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
-    command = [sys.executable, "-m", "snakemake", "-n", "--cores", "2", "-s", str(REPOSITORY / "Snakefile"),
-               "--directory", str(workdir), "--configfile", str(config_file)]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-n",
+        "--cores",
+        "2",
+        "-s",
+        str(REPOSITORY / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(config_file),
+    ]
     best = float("inf")
     for _ in range(2):
         start = time.perf_counter()
@@ -54,18 +68,25 @@ def dry_run(workdir, config):
         best = min(best, time.perf_counter() - start)
         if result.returncode != 0:
             raise SystemExit(f"dry run failed: {result.stderr[-2000:]}")
-    stats = result.stdout[result.stdout.rindex("Job stats:"):]
+    stats = result.stdout[result.stdout.rindex("Job stats:") :]
     jobs = {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", stats, re.MULTILINE)}
     return best, jobs
 
 
 def ranks_record(rng, texts=5_000, images=1_000):
     """A ranks record as score-retrieval writes it, with ranks drawn like a weak model's."""
+
     def direction(count, success):
-        return {"query_ids": list(range(count)), "folds": [0] * count,
-                "ranks": rng.geometric(success, count).tolist()}
-    return {"task": "retrieval", "protocol": "full", "folds": 1, "recall_at": [1, 5, 10],
-            "t2i": direction(texts, 0.1), "i2t": direction(images, 0.2)}
+        return {"query_ids": list(range(count)), "folds": [0] * count, "ranks": rng.geometric(success, count).tolist()}
+
+    return {
+        "task": "retrieval",
+        "protocol": "full",
+        "folds": 1,
+        "recall_at": [1, 5, 10],
+        "t2i": direction(texts, 0.1),
+        "i2t": direction(images, 0.2),
+    }
 
 
 def comparison_rows(num_models, workdir):
@@ -84,8 +105,15 @@ def comparison_rows(num_models, workdir):
     for baseline in (names[0], None):
         seconds = best_seconds(lambda: compare_all(names, paths, baseline, 1000, 0), repeats=1)
         count = num_models - 1 if baseline else num_models * (num_models - 1) // 2
-        rows.append([f"{num_models} models" + (", compare.baseline" if baseline else ""), str(count),
-                     f"{seconds:.2f}", f"{seconds / floor:.2f}", f"{seconds / count:.2f}"])
+        rows.append(
+            [
+                f"{num_models} models" + (", compare.baseline" if baseline else ""),
+                str(count),
+                f"{seconds:.2f}",
+                f"{seconds / floor:.2f}",
+                f"{seconds / count:.2f}",
+            ]
+        )
     return rows
 
 
@@ -105,14 +133,26 @@ def main(argv=None):
             for baseline in (False, True):
                 seconds, jobs = dry_run(workdir, sweep_config(num_models, checkpoint, baseline))
                 comparisons = num_models - 1 if baseline else num_models * (num_models - 1) // 2
-                rows.append([f"{num_models} models" + (", compare.baseline" if baseline else ""),
-                             f"{jobs['total']:,}", str(jobs.get("compare_models", 0)), f"{comparisons:,}",
-                             f"{seconds:.1f}", f"{seconds / floor:.2f}"])
-        print_table("planning a sweep (4 datasets)",
-                    ["config", "jobs", "compare jobs", "comparisons per dataset", "dry run s", "× floor"], rows)
-        print_table("one comparison job, Flickr30k-1K shape, 1000 replicates",
-                    ["models", "comparisons", "seconds", "× floor", "seconds per comparison"],
-                    comparison_rows(args.compared, workdir))
+                rows.append(
+                    [
+                        f"{num_models} models" + (", compare.baseline" if baseline else ""),
+                        f"{jobs['total']:,}",
+                        str(jobs.get("compare_models", 0)),
+                        f"{comparisons:,}",
+                        f"{seconds:.1f}",
+                        f"{seconds / floor:.2f}",
+                    ]
+                )
+        print_table(
+            "planning a sweep (4 datasets)",
+            ["config", "jobs", "compare jobs", "comparisons per dataset", "dry run s", "× floor"],
+            rows,
+        )
+        print_table(
+            "one comparison job, Flickr30k-1K shape, 1000 replicates",
+            ["models", "comparisons", "seconds", "× floor", "seconds per comparison"],
+            comparison_rows(args.compared, workdir),
+        )
 
 
 if __name__ == "__main__":

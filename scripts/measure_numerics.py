@@ -24,10 +24,16 @@ PINS = {
     "native (no pin)": {},
     "MKL COMPATIBLE only": {"MKL_CBWR": "COMPATIBLE"},
     "AVX2 caps, MKL unpinned": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "portable (clipeval: AVX2 caps, MKL COMPATIBLE)": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-                                                        "MKL_CBWR": "COMPATIBLE"},
-    "lowest (SSE4.1 caps, default ATen, MKL COMPATIBLE)": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
-                                                           "MKL_CBWR": "COMPATIBLE"},
+    "portable (clipeval: AVX2 caps, MKL COMPATIBLE)": {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "MKL_CBWR": "COMPATIBLE",
+    },
+    "lowest (SSE4.1 caps, default ATen, MKL COMPATIBLE)": {
+        "ATEN_CPU_CAPABILITY": "default",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+        "MKL_CBWR": "COMPATIBLE",
+    },
 }
 # What another CPU would offer the libraries: its caps apply on top of a pin
 # only where they are lower.
@@ -36,7 +42,10 @@ IMITATIONS = {
     "an AVX2 CPU": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
     "MKL as on an SSE4 CPU": {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
 }
-ISA_ORDER = {"ATEN_CPU_CAPABILITY": ["default", "avx2", "avx512"], "ONEDNN_MAX_CPU_ISA": ["SSE41", "AVX2", "AVX512_CORE"]}
+ISA_ORDER = {
+    "ATEN_CPU_CAPABILITY": ["default", "avx2", "avx512"],
+    "ONEDNN_MAX_CPU_ISA": ["SSE41", "AVX2", "AVX512_CORE"],
+}
 
 PROBE = r"""
 import hashlib, json, os, sys, time
@@ -62,7 +71,8 @@ for _ in range(4):
     optimizer.zero_grad(); loss.backward(); optimizer.step()
     times.append(time.perf_counter() - start)
 weights = hashlib.sha256(b"".join(t.detach().numpy().tobytes() for t in model.state_dict().values())).hexdigest()
-print(json.dumps({"step": min(times[1:]), "weights": weights[:12], "features": hashlib.sha256(features).hexdigest()[:12]}))
+digest = hashlib.sha256(features).hexdigest()[:12]
+print(json.dumps({"step": min(times[1:]), "weights": weights[:12], "features": digest}))
 """
 
 
@@ -77,8 +87,9 @@ def combine(pin, imitation):
 
 def probe(env, threads, optimizer="portable"):
     full_env = {**os.environ, "PYTHONPATH": str(PACKAGE_PARENT), "MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE", **env}
-    out = subprocess.run([sys.executable, "-c", PROBE, str(threads), optimizer], env=full_env, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(threads), optimizer], env=full_env, capture_output=True, text=True, check=True
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -96,27 +107,49 @@ def compare_optimizers():
     for _ in range(3):
         for name in steps:
             steps[name] = min(steps[name], probe(portable, 2, name)["step"])
-    print_table(("optimizer (portable pin, 2 threads)", "train step", "vs torch.optim.AdamW"),
-                [(name, f"{step:.3f} s", f"{step / steps['torch']:.2f}×") for name, step in
-                 (("torch.optim.AdamW", steps["torch"]), ("PortableAdamW (exact square root)", steps["portable"]))])
+    print_table(
+        ("optimizer (portable pin, 2 threads)", "train step", "vs torch.optim.AdamW"),
+        [
+            (name, f"{step:.3f} s", f"{step / steps['torch']:.2f}×")
+            for name, step in (
+                ("torch.optim.AdamW", steps["torch"]),
+                ("PortableAdamW (exact square root)", steps["portable"]),
+            )
+        ],
+    )
 
 
 def main():
     rows, native_step = [], None
     for name, pin in PINS.items():
-        runs = {(cpu, threads): probe(combine(pin, imitation), threads)
-                for cpu, imitation in IMITATIONS.items() for threads in (1, 2)}
+        runs = {
+            (cpu, threads): probe(combine(pin, imitation), threads)
+            for cpu, imitation in IMITATIONS.items()
+            for threads in (1, 2)
+        }
         step = runs[("this CPU", 2)]["step"]
         native_step = native_step or step
         same_cpu = {runs[(cpu, 2)]["weights"] for cpu in IMITATIONS}
         same_threads = {runs[("this CPU", t)]["weights"] for t in (1, 2)}
         features = {runs[(cpu, t)]["features"] for cpu in IMITATIONS for t in (1, 2)}
-        rows.append((name, f"{step:.2f} s", f"{step / native_step:.2f}×",
-                     "same" if len(same_cpu) == 1 else f"{len(same_cpu)} different",
-                     "same" if len(same_threads) == 1 else "differ",
-                     "same" if len(features) == 1 else f"{len(features)} different"))
-    header = ("pin", "train step (2 threads)", "vs native", "weights on 3 imitated CPUs", "weights at 1 vs 2 threads",
-              "features at 1 and 2 threads on 3 imitated CPUs")
+        rows.append(
+            (
+                name,
+                f"{step:.2f} s",
+                f"{step / native_step:.2f}×",
+                "same" if len(same_cpu) == 1 else f"{len(same_cpu)} different",
+                "same" if len(same_threads) == 1 else "differ",
+                "same" if len(features) == 1 else f"{len(features)} different",
+            )
+        )
+    header = (
+        "pin",
+        "train step (2 threads)",
+        "vs native",
+        "weights on 3 imitated CPUs",
+        "weights at 1 vs 2 threads",
+        "features at 1 and 2 threads on 3 imitated CPUs",
+    )
     print_table(header, rows)
     print()
     compare_optimizers()

@@ -46,14 +46,21 @@ print(json.dumps({"step": (time.perf_counter() - start) / 8}))
 def steps(policy: str, processes: int) -> list[float]:
     env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
     env.update({"PYTHONPATH": str(PACKAGE_PARENT), **({"OMP_WAIT_POLICY": policy} if policy != "unset" else {})})
-    running = [subprocess.Popen([sys.executable, "-c", PROBE], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True) for _ in range(processes)]
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-c", PROBE], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        for _ in range(processes)
+    ]
     return [json.loads(process.communicate()[0].strip().splitlines()[-1])["step"] for process in running]
 
 
 def main():
-    rows = {(policy, processes): max(steps(policy, processes)) for policy in ("unset", "ACTIVE", "PASSIVE")
-            for processes in (1, 2)}
+    rows = {
+        (policy, processes): max(steps(policy, processes))
+        for policy in ("unset", "ACTIVE", "PASSIVE")
+        for processes in (1, 2)
+    }
     baseline = rows[("unset", 1)]
     print(f"cores: {os.cpu_count()}")
     print("| OMP_WAIT_POLICY | training processes at once | s per step (slowest) | vs unset, alone |")

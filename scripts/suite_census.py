@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-HOOK = r'''
+HOOK = r"""
 import atexit, os, resource, sys
 
 def _record(log=os.environ.get("CLIPEVAL_CENSUS_LOG")):
@@ -50,7 +50,7 @@ def _run_shadowed():
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 _run_shadowed()
-'''
+"""
 
 
 def process_kind(arguments: str) -> str:
@@ -97,9 +97,12 @@ def main(pytest_arguments):
         (hook_dir / "sitecustomize.py").write_text(HOOK)
         log = Path(scratch) / "census.tsv"
         log.touch()
-        env = {**os.environ, "CLIPEVAL_CENSUS_LOG": str(log),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(hook_dir), os.environ.get("PYTHONPATH")])),
-               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        env = {
+            **os.environ,
+            "CLIPEVAL_CENSUS_LOG": str(log),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(hook_dir), os.environ.get("PYTHONPATH")])),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        }
         result = subprocess.run([sys.executable, "-m", "pytest", *pytest_arguments], cwd=REPO, env=env)
         lines = log.read_text().splitlines()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -114,8 +117,10 @@ def main(pytest_arguments):
     outside = "(none: pytest's own processes, their CPU in the tests included)"
     print_table("test file", census(lines, key=lambda arguments, test: test.split("::")[0] or outside), total)
     print_table("test (the 25 costliest)", in_tests, total, rows=25)
-    print(f"\nrecorded {recorded:,.0f} of {total:,.0f} CPU s of pytest and its descendants;"
-          f" pytest exited with {result.returncode}")
+    print(
+        f"\nrecorded {recorded:,.0f} of {total:,.0f} CPU s of pytest and its descendants;"
+        f" pytest exited with {result.returncode}"
+    )
     return result.returncode
 
 

@@ -14,8 +14,9 @@ def ensure_chromium() -> str:
     if not shutil.which(CHROMIUM):
         environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=environment, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=environment,
-                       capture_output=True)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=environment, capture_output=True
+        )
     return CHROMIUM
 
 
@@ -56,8 +57,14 @@ def visit_report(report_path, screenshot_path, category, subcategory, table_cate
             page.on("pageerror", lambda error: errors.append(str(error)))
             fetched = []
             own_url = report_path.resolve().as_uri()
-            page.on("request", lambda request: None if request.url == own_url
-                    or request.url.split(":", 1)[0] in INLINE_SCHEMES else fetched.append(request.url))
+            page.on(
+                "request",
+                lambda request: (
+                    None
+                    if request.url == own_url or request.url.split(":", 1)[0] in INLINE_SCHEMES
+                    else fetched.append(request.url)
+                ),
+            )
             page.goto(own_url)
             page.wait_for_load_state("networkidle")
             decoded = page.evaluate(DECODE_IMAGES)

@@ -40,5 +40,8 @@ def build_once(root: Path, name: str, build) -> Path:
 def result_digests(workdir: Path) -> dict[str, str]:
     """{path under workdir: sha256} of every file under results/, LMDB's lock files aside (they hold
     reader slots, not data)."""
-    return {str(path.relative_to(workdir)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted((workdir / "results").rglob("*")) if path.is_file() and path.name != "lock.mdb"}
+    return {
+        str(path.relative_to(workdir)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted((workdir / "results").rglob("*"))
+        if path.is_file() and path.name != "lock.mdb"
+    }

@@ -45,41 +45,45 @@ def _memory_mb() -> int:
 
 
 def slurm_conf(node: str, state_dir: Path) -> str:
-    return "\n".join([
-        MARKER,
-        "ClusterName=clipeval-test",
-        f"SlurmctldHost={node}",
-        "SlurmUser=root",
-        "SlurmdUser=root",
-        "AuthType=auth/munge",
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core_Memory",
-        "GresTypes=gpu",
-        "MpiDefault=none",
-        "ReturnToService=2",
-        "AccountingStorageType=accounting_storage/none",
-        "JobAcctGatherType=jobacct_gather/none",
-        "JobCompType=jobcomp/none",
-        "MinJobAge=3600",
-        f"StateSaveLocation={state_dir / 'state'}",
-        f"SlurmdSpoolDir={state_dir / 'spool'}",
-        f"SlurmctldPidFile={state_dir / 'slurmctld.pid'}",
-        f"SlurmdPidFile={state_dir / 'slurmd.pid'}",
-        f"SlurmctldLogFile={state_dir / 'slurmctld.log'}",
-        f"SlurmdLogFile={state_dir / 'slurmd.log'}",
-        f"NodeName={node} CPUs={os.cpu_count()} RealMemory={_memory_mb()} Gres=gpu:1 State=UNKNOWN",
-        f"PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP",
-        # Not the default: jobs land here only when the user names it.
-        f"PartitionName={NAMED_PARTITION} Nodes={node} Default=NO MaxTime=INFINITE State=UP",
-        "",
-    ])
+    return "\n".join(
+        [
+            MARKER,
+            "ClusterName=clipeval-test",
+            f"SlurmctldHost={node}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core_Memory",
+            "GresTypes=gpu",
+            "MpiDefault=none",
+            "ReturnToService=2",
+            "AccountingStorageType=accounting_storage/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "JobCompType=jobcomp/none",
+            "MinJobAge=3600",
+            f"StateSaveLocation={state_dir / 'state'}",
+            f"SlurmdSpoolDir={state_dir / 'spool'}",
+            f"SlurmctldPidFile={state_dir / 'slurmctld.pid'}",
+            f"SlurmdPidFile={state_dir / 'slurmd.pid'}",
+            f"SlurmctldLogFile={state_dir / 'slurmctld.log'}",
+            f"SlurmdLogFile={state_dir / 'slurmd.log'}",
+            f"NodeName={node} CPUs={os.cpu_count()} RealMemory={_memory_mb()} Gres=gpu:1 State=UNKNOWN",
+            f"PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP",
+            # Not the default: jobs land here only when the user names it.
+            f"PartitionName={NAMED_PARTITION} Nodes={node} Default=NO MaxTime=INFINITE State=UP",
+            "",
+        ]
+    )
 
 
 def _write_config(node: str, state_dir: Path) -> list[Path]:
-    files = {CONFIG_DIR / "slurm.conf": slurm_conf(node, state_dir),
-             CONFIG_DIR / "gres.conf": f"{MARKER}\nNodeName={node} Name=gpu File=/dev/null\n"}
+    files = {
+        CONFIG_DIR / "slurm.conf": slurm_conf(node, state_dir),
+        CONFIG_DIR / "gres.conf": f"{MARKER}\nNodeName={node} Name=gpu File=/dev/null\n",
+    }
     for path in files:
         if path.exists() and MARKER not in path.read_text():
             pytest.skip(f"{path} belongs to a SLURM installation of this machine; the test will not replace it")
@@ -110,8 +114,11 @@ def _wait_for_idle_node(state_dir: Path, seconds=60):
         if state == "idle":
             return
         time.sleep(0.5)
-    logs = "".join((state_dir / name).read_text()[-2000:] for name in ("slurmctld.log", "slurmd.log")
-                   if (state_dir / name).exists())
+    logs = "".join(
+        (state_dir / name).read_text()[-2000:]
+        for name in ("slurmctld.log", "slurmd.log")
+        if (state_dir / name).exists()
+    )
     raise RuntimeError(f"the SLURM node did not become idle (sinfo: {state!r})\n{logs}")
 
 

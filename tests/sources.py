@@ -30,9 +30,12 @@ def write_cnclip(directory, num_images=40, seed=9, first_image_id=500000):
     directory.mkdir(parents=True, exist_ok=True)
     images, captions, _ = generate_shapes(num_images, seed, first_image_id)
     (directory / "cn_imgs.tsv").write_text("".join(f"{i}\t{base64.b64encode(raw).decode()}\n" for i, raw in images))
-    (directory / "cn_texts.jsonl").write_text("".join(
-        json.dumps({"text_id": int(t), "text": x, "image_ids": ids.tolist()}) + "\n"
-        for t, x, ids in zip(captions.text_ids, captions.texts, captions.image_ids)))
+    (directory / "cn_texts.jsonl").write_text(
+        "".join(
+            json.dumps({"text_id": int(t), "text": x, "image_ids": ids.tolist()}) + "\n"
+            for t, x, ids in zip(captions.text_ids, captions.texts, captions.image_ids)
+        )
+    )
     return directory / "cn_imgs.tsv", directory / "cn_texts.jsonl"
 
 
@@ -48,8 +51,15 @@ def write_karpathy(directory, num_images=24, seed=11):
         for text in texts:
             sentences.append({"tokens": text.split(), "raw": text, "imgid": imgid, "sentid": sentid})
             sentid += 1
-        entries.append({"imgid": imgid, "sentids": [s["sentid"] for s in sentences], "sentences": sentences,
-                        "split": "test", "filename": filename})
+        entries.append(
+            {
+                "imgid": imgid,
+                "sentids": [s["sentid"] for s in sentences],
+                "sentences": sentences,
+                "split": "test",
+                "filename": filename,
+            }
+        )
     annotations = directory / "dataset_flickr30k.json"
     annotations.write_text(json.dumps({"images": entries, "dataset": "flickr30k"}))
     return annotations, images
@@ -117,8 +127,12 @@ def write_cifar(directory, layout, pixels, labels, names):
         "cifar10": (b"labels", "test_batch", "batches.meta", b"label_names"),
         "cifar100": (b"fine_labels", "test", "meta", b"fine_label_names"),
     }[layout]
-    batch = {b"batch_label": b"testing batch 1 of 1", label_key: labels, b"data": flat,
-             b"filenames": [f"img_{i}.png".encode() for i in range(len(labels))]}
+    batch = {
+        b"batch_label": b"testing batch 1 of 1",
+        label_key: labels,
+        b"data": flat,
+        b"filenames": [f"img_{i}.png".encode() for i in range(len(labels))],
+    }
     if layout == "cifar100":
         batch[b"coarse_labels"] = [0] * len(labels)
     (directory / batch_name).write_bytes(python2_pickle(batch))
@@ -129,9 +143,12 @@ def write_cifar(directory, layout, pixels, labels, names):
 def write_shapes_cifar(directory, num_images=30, seed=14):
     """A CIFAR-10-layout batch of 32×32 shapes, with a templates file."""
     rows = shapes(num_images, seed)
-    pixels = np.stack([np.asarray(Image.open(io.BytesIO(raw)).convert("RGB").resize((32, 32))) for _, raw, _, _ in rows])
-    batch = write_cifar(directory / "cifar-10-batches-py", "cifar10", pixels, [label for *_, label in rows],
-                        list(CLASSNAMES))
+    pixels = np.stack(
+        [np.asarray(Image.open(io.BytesIO(raw)).convert("RGB").resize((32, 32))) for _, raw, _, _ in rows]
+    )
+    batch = write_cifar(
+        directory / "cifar-10-batches-py", "cifar10", pixels, [label for *_, label in rows], list(CLASSNAMES)
+    )
     (directory / "cifar-templates.txt").write_text("a {}\nthere is a {} in the picture\n")
     return batch, directory / "cifar-templates.txt"
 
@@ -140,6 +157,7 @@ def object_array_as_shape_pickle() -> bytes:
     """A CIFAR-like batch that names only numpy.ndarray, numpy.dtype and numpy's _reconstruct, yet builds an
     object array from raw bytes (a pointer 0x4141414141414141, its dtype's state claiming no objects) and
     passes it as another array's shape: run with numpy's own constructors, this pickle dereferences it."""
+
     def reconstruct(shape):
         return b"cnumpy._core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + shape + b"U\x01b\x87R"
 

@@ -4,11 +4,11 @@ import io
 import json
 
 import pytest
+from conftest import run_cli
 from PIL import Image
+from snakemake_runner import copy_workflow, edit_config, planned_jobs
 
 from clipeval.data.dataset import open_dataset
-from conftest import run_cli
-from snakemake_runner import copy_workflow, edit_config, planned_jobs
 
 
 def jpeg(colour):
@@ -28,10 +28,19 @@ def karpathy_flickr(tmp_path):
         (images / filename).write_bytes(jpeg(colour))
         sentences = []
         for k in range(5):
-            sentences.append({"tokens": ["a", colour], "raw": f"a {colour} picture, take {k}", "imgid": imgid, "sentid": sentid})
+            sentences.append(
+                {"tokens": ["a", colour], "raw": f"a {colour} picture, take {k}", "imgid": imgid, "sentid": sentid}
+            )
             sentid += 1
-        entries.append({"sentids": [s["sentid"] for s in sentences], "imgid": imgid, "sentences": sentences,
-                        "split": split, "filename": filename})
+        entries.append(
+            {
+                "sentids": [s["sentid"] for s in sentences],
+                "imgid": imgid,
+                "sentences": sentences,
+                "split": split,
+                "filename": filename,
+            }
+        )
     annotations = tmp_path / "dataset_flickr30k.json"
     annotations.write_text(json.dumps({"images": entries, "dataset": "flickr30k"}))
     return annotations, images
@@ -74,8 +83,19 @@ def test_karpathy_split_selection_and_coco_layout(tmp_path):
         entry["cocoid"] = 500000 + entry["imgid"]
         (images / entry["filename"]).rename(images / "val2014" / entry["filename"])
     annotations.write_text(json.dumps(data))
-    result = run_cli("prepare", "karpathy", "--annotations", annotations, "--images", images,
-                     "--split", "train", "val", "--out", tmp_path / "out")
+    result = run_cli(
+        "prepare",
+        "karpathy",
+        "--annotations",
+        annotations,
+        "--images",
+        images,
+        "--split",
+        "train",
+        "val",
+        "--out",
+        tmp_path / "out",
+    )
     assert result.returncode == 0, result.stderr
     store, captions = open_dataset(tmp_path / "out")
     assert store.image_ids().tolist() == [500000, 500003]
@@ -90,8 +110,18 @@ def test_coco_captions_with_an_id_selection(tmp_path):
     assert store.image_ids().tolist() == [139, 285, 632] and len(captions) == 15
     assert captions.texts[0] == "photo 139 number 0"
     (tmp_path / "ids.txt").write_text("632\n\n139\n")
-    result = run_cli("prepare", "coco", "--annotations", annotations, "--images", images,
-                     "--image-ids", tmp_path / "ids.txt", "--out", tmp_path / "some")
+    result = run_cli(
+        "prepare",
+        "coco",
+        "--annotations",
+        annotations,
+        "--images",
+        images,
+        "--image-ids",
+        tmp_path / "ids.txt",
+        "--out",
+        tmp_path / "some",
+    )
     assert result.returncode == 0, result.stderr
     store, captions = open_dataset(tmp_path / "some")
     assert store.image_ids().tolist() == [139, 632] and len(captions) == 10
@@ -110,21 +140,53 @@ def break_karpathy(tmp_path, change):
 @pytest.mark.parametrize(
     "change, message",
     [
-        (lambda d, i: (i / "1001.jpg").unlink(), r"dataset_flickr30k\.json: image_id 1: image file .*1001\.jpg not found"),
-        (lambda d, i: (i / "1002.jpg").write_bytes(b"GIF89a truncated"), r"1002\.jpg: image_id 2: image does not decode"),
-        (lambda d, i: (i / "1002.jpg").write_bytes((i / "1002.jpg").read_bytes()[:60]), r"1002\.jpg: image_id 2: image does not decode"),
+        (
+            lambda d, i: (i / "1001.jpg").unlink(),
+            r"dataset_flickr30k\.json: image_id 1: image file .*1001\.jpg not found",
+        ),
+        (
+            lambda d, i: (i / "1002.jpg").write_bytes(b"GIF89a truncated"),
+            r"1002\.jpg: image_id 2: image does not decode",
+        ),
+        (
+            lambda d, i: (i / "1002.jpg").write_bytes((i / "1002.jpg").read_bytes()[:60]),
+            r"1002\.jpg: image_id 2: image does not decode",
+        ),
         (lambda d, i: d["images"][2].update(imgid=1), r"images\[2\]: duplicate image id 1"),
-        (lambda d, i: d["images"][2]["sentences"][0].update(sentid=5), r"images\[2\] image id 2: duplicate caption id 5"),
-        (lambda d, i: d["images"][1]["sentences"][0].update(raw="  "), r"images\[1\] image id 1: caption id 5 has an empty caption"),
-        (lambda d, i: d["images"][1].update(imgid="one"), r"images\[1\]: image id \(cocoid/imgid\) must be a non-negative integer, got 'one'"),
-        (lambda d, i: d["images"][1].pop("imgid"), r"images\[1\]: image id \(cocoid/imgid\) must be a non-negative integer, got None"),
+        (
+            lambda d, i: d["images"][2]["sentences"][0].update(sentid=5),
+            r"images\[2\] image id 2: duplicate caption id 5",
+        ),
+        (
+            lambda d, i: d["images"][1]["sentences"][0].update(raw="  "),
+            r"images\[1\] image id 1: caption id 5 has an empty caption",
+        ),
+        (
+            lambda d, i: d["images"][1].update(imgid="one"),
+            r"images\[1\]: image id \(cocoid/imgid\) must be a non-negative integer, got 'one'",
+        ),
+        (
+            lambda d, i: d["images"][1].pop("imgid"),
+            r"images\[1\]: image id \(cocoid/imgid\) must be a non-negative integer, got None",
+        ),
         (lambda d, i: [e.update(split="train") for e in d["images"]], r"no images in split\(s\) test"),
-        (lambda d, i: d["images"][1].update(sentences={"raw": "x"}), r"images\[1\]: image id 1: sentences must be a list of objects"),
-        (lambda d, i: d["images"][2].update(sentences=["a caption"]), r"images\[2\]: image id 2: sentences must be a list of objects"),
-        (lambda d, i: d["images"][1].update(filepath=None),
-         r"images\[1\]: image id 1 has a filepath that is not a string: None$"),
-        (lambda d, i: d["images"][1].update(imgid=2**63), r"images\[1\]: image id \(cocoid/imgid\) 9223372036854775808 is too large"
-                                                           r" \(ids are below 2\^63\)$"),
+        (
+            lambda d, i: d["images"][1].update(sentences={"raw": "x"}),
+            r"images\[1\]: image id 1: sentences must be a list of objects",
+        ),
+        (
+            lambda d, i: d["images"][2].update(sentences=["a caption"]),
+            r"images\[2\]: image id 2: sentences must be a list of objects",
+        ),
+        (
+            lambda d, i: d["images"][1].update(filepath=None),
+            r"images\[1\]: image id 1 has a filepath that is not a string: None$",
+        ),
+        (
+            lambda d, i: d["images"][1].update(imgid=2**63),
+            r"images\[1\]: image id \(cocoid/imgid\) 9223372036854775808 is too large"
+            r" \(ids are below 2\^63\)$",
+        ),
     ],
 )
 def test_bad_karpathy_input_is_named_and_leaves_nothing(tmp_path, change, message):
@@ -141,8 +203,10 @@ def test_bad_karpathy_input_is_named_and_leaves_nothing(tmp_path, change, messag
 @pytest.mark.parametrize(
     "change, message",
     [
-        (lambda d: d["annotations"].append({"image_id": 7, "id": 1, "caption": "lost"}),
-         r"annotations\[15\]: caption id 1 points to unknown image id 7"),
+        (
+            lambda d: d["annotations"].append({"image_id": 7, "id": 1, "caption": "lost"}),
+            r"annotations\[15\]: caption id 1 points to unknown image id 7",
+        ),
         (lambda d: d["images"].append(dict(d["images"][0])), r"images\[3\]: duplicate image id 139"),
         (lambda d: d["annotations"][4].update(id=1390), r"annotations\[4\]: duplicate caption id 1390"),
     ],
@@ -171,12 +235,27 @@ def test_workflow_plans_the_new_formats(tmp_path):
     karpathy_flickr(workdir)
     coco_captions(workdir)
     (workdir / "ids.txt").write_text("139\n")
-    edit_config(workdir, lambda c: c["datasets"].update({
-        "flickr30k": {"format": "karpathy", "task": "retrieval", "annotations": "dataset_flickr30k.json",
-                      "images": "flickr30k-images", "split": ["test"]},
-        "coco": {"format": "coco", "task": "retrieval", "annotations": "captions_val2017.json",
-                 "images": "val2017", "image_ids": "ids.txt"},
-    }))
+    edit_config(
+        workdir,
+        lambda c: c["datasets"].update(
+            {
+                "flickr30k": {
+                    "format": "karpathy",
+                    "task": "retrieval",
+                    "annotations": "dataset_flickr30k.json",
+                    "images": "flickr30k-images",
+                    "split": ["test"],
+                },
+                "coco": {
+                    "format": "coco",
+                    "task": "retrieval",
+                    "annotations": "captions_val2017.json",
+                    "images": "val2017",
+                    "image_ids": "ids.txt",
+                },
+            }
+        ),
+    )
     jobs = planned_jobs(workdir)
     assert jobs["prepare_karpathy"] == 1 and jobs["prepare_coco"] == 1 and jobs["score_retrieval"] == 3
 
@@ -195,8 +274,20 @@ def test_karpathy_image_id_field_chooses_between_cocoid_and_imgid(tmp_path):
     assert [image_id for image_id, _ in by_default] == [700, 500, 300]
     assert [image_id for image_id, _ in by_imgid] == [1, 2, 3]
     assert captions.image_ids[0].tolist() == [1]
-    result = run_cli("prepare", "karpathy", "--annotations", annotations, "--images", images, "--split", "test",
-                     "--image-id", "imgid", "--out", tmp_path / "out")
+    result = run_cli(
+        "prepare",
+        "karpathy",
+        "--annotations",
+        annotations,
+        "--images",
+        images,
+        "--split",
+        "test",
+        "--image-id",
+        "imgid",
+        "--out",
+        tmp_path / "out",
+    )
     assert result.returncode == 0, result.stderr
     store, _ = open_dataset(tmp_path / "out")
     assert store.image_ids().tolist() == [1, 2]

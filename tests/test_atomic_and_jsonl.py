@@ -1,11 +1,11 @@
 import sys
 
 import pytest
+from conftest import run_measuring_peak_memory
 
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_jsonl, write_json, write_jsonl
-from conftest import run_measuring_peak_memory
 
 
 def test_atomic_output_renames_only_on_success(tmp_path):
@@ -91,7 +91,8 @@ def test_one_endless_line_is_refused_in_bounded_memory(tmp_path):
     reader = "import sys; from clipeval.storage.jsonl import read_jsonl; list(read_jsonl(sys.argv[1]))"
     result, peak = run_measuring_peak_memory([sys.executable, "-c", reader, path], tmp_path / "peak")
     assert result.stderr.strip().splitlines()[-1] == (
-        f"clipeval.errors.ClipevalError: {path}:1: line longer than 16 MiB, not read")
+        f"clipeval.errors.ClipevalError: {path}:1: line longer than 16 MiB, not read"
+    )
     assert peak < 128 << 20
 
 

@@ -11,8 +11,11 @@ def write(tmp_path, text):
 
 
 def test_loads_captions_with_several_images(tmp_path):
-    path = write(tmp_path, '{"text_id": 12, "text": "a red circle", "image_ids": [3]}\n'
-                           '{"text_id": 4, "text": "two shapes", "image_ids": [5, 3, 5]}\n')
+    path = write(
+        tmp_path,
+        '{"text_id": 12, "text": "a red circle", "image_ids": [3]}\n'
+        '{"text_id": 4, "text": "two shapes", "image_ids": [5, 3, 5]}\n',
+    )
     captions = load_captions(path)
     assert captions.text_ids.tolist() == [12, 4]
     assert captions.texts == ["a red circle", "two shapes"]
@@ -23,13 +26,25 @@ def test_loads_captions_with_several_images(tmp_path):
 @pytest.mark.parametrize(
     "line, message",
     [
-        ('{"text_id": "7", "text": "x", "image_ids": [1]}', r"texts\.jsonl:2: text_id must be a non-negative integer, got '7'"),
-        ('{"text_id": -1, "text": "x", "image_ids": [1]}', r"texts\.jsonl:2: text_id must be a non-negative integer, got -1"),
+        (
+            '{"text_id": "7", "text": "x", "image_ids": [1]}',
+            r"texts\.jsonl:2: text_id must be a non-negative integer, got '7'",
+        ),
+        (
+            '{"text_id": -1, "text": "x", "image_ids": [1]}',
+            r"texts\.jsonl:2: text_id must be a non-negative integer, got -1",
+        ),
         ('{"text": "x", "image_ids": [1]}', r"texts\.jsonl:2: text_id must be a non-negative integer, got None"),
-        ('{"text_id": 1, "text": "again", "image_ids": [1]}', r"texts\.jsonl:2: duplicate text_id 1 \(first on line 1\)"),
+        (
+            '{"text_id": 1, "text": "again", "image_ids": [1]}',
+            r"texts\.jsonl:2: duplicate text_id 1 \(first on line 1\)",
+        ),
         ('{"text_id": 2, "text": "  ", "image_ids": [1]}', r"texts\.jsonl:2: text_id 2 has an empty or missing text"),
         ('{"text_id": 2, "text": "x", "image_ids": []}', r"texts\.jsonl:2: text_id 2 needs a non-empty image_ids list"),
-        ('{"text_id": 2, "text": "x", "image_ids": [1.5]}', r"texts\.jsonl:2: text_id 2: image_ids entry must be a non-negative integer"),
+        (
+            '{"text_id": 2, "text": "x", "image_ids": [1.5]}',
+            r"texts\.jsonl:2: text_id 2: image_ids entry must be a non-negative integer",
+        ),
         ('{"text_id": 2, "text": "x", "image_ids": [1]', r"texts\.jsonl:2: malformed JSON line"),
     ],
 )

@@ -6,11 +6,23 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.metrics import (accuracy_score, balanced_accuracy_score, confusion_matrix,
-                             precision_recall_fscore_support, top_k_accuracy_score)
+from sklearn.metrics import (
+    accuracy_score,
+    balanced_accuracy_score,
+    confusion_matrix,
+    precision_recall_fscore_support,
+    top_k_accuracy_score,
+)
 
-from clipeval.classification.metrics import (align_labels, class_embeddings, classification_metrics, load_classes,
-                                     load_labels, prompts_for, ranked_classes)
+from clipeval.classification.metrics import (
+    align_labels,
+    class_embeddings,
+    classification_metrics,
+    load_classes,
+    load_labels,
+    prompts_for,
+    ranked_classes,
+)
 from clipeval.errors import ClipevalError
 
 
@@ -24,7 +36,7 @@ def test_prompts_are_every_name_in_every_template():
 def test_class_embedding_is_the_renormalised_mean_of_its_prompts():
     prompts = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 1]], dtype=np.float32)
     classes = class_embeddings(prompts, 2)
-    assert np.allclose(classes[0], [2 ** -0.5, 2 ** -0.5, 0])
+    assert np.allclose(classes[0], [2**-0.5, 2**-0.5, 0])
     assert np.allclose(classes[1], [0, 0, 1])
 
 
@@ -51,14 +63,18 @@ def test_metrics_match_scikit_learn(data):
     # sklearn breaks ties its own way, so compare on tie-free scores built from our ranking
     tie_free = np.empty_like(logits)
     np.put_along_axis(tie_free, ranked, -np.arange(num_classes, dtype=float)[None, :].repeat(n, 0), axis=1)
-    assert metrics["top5"] == pytest.approx(100 * top_k_accuracy_score(labels, tie_free, k=5, labels=range(num_classes)))
+    assert metrics["top5"] == pytest.approx(
+        100 * top_k_accuracy_score(labels, tie_free, k=5, labels=range(num_classes))
+    )
     present = sorted(set(labels.tolist()))
     assert metrics["mean_per_class_recall"] == pytest.approx(
-        100 * np.mean([np.mean(predicted[labels == c] == c) for c in present]))
+        100 * np.mean([np.mean(predicted[labels == c] == c) for c in present])
+    )
     if set(predicted.tolist()) <= set(present) and len(present) > 1:
         assert metrics["mean_per_class_recall"] == pytest.approx(100 * balanced_accuracy_score(labels, predicted))
     precision, recall, f1, support = precision_recall_fscore_support(
-        labels, predicted, labels=range(num_classes), zero_division=0)
+        labels, predicted, labels=range(num_classes), zero_division=0
+    )
     for i, name in enumerate(names):
         per_class = metrics["per_class"][name]
         assert per_class["precision"] == pytest.approx(100 * precision[i])
@@ -83,7 +99,9 @@ def test_bad_labels_and_classes_are_named(tmp_path):
     with pytest.raises(ClipevalError, match=r"classes\.json: classnames repeat"):
         load_classes(tmp_path / "classes.json")
     (tmp_path / "classes.json").write_text(json.dumps({"classnames": ["a", "b"], "templates": ["a photo"]}))
-    with pytest.raises(ClipevalError, match=r"classes\.json: templates must be a non-empty list of strings each holding \{\}"):
+    with pytest.raises(
+        ClipevalError, match=r"classes\.json: templates must be a non-empty list of strings each holding \{\}"
+    ):
         load_classes(tmp_path / "classes.json")
     (tmp_path / "labels.jsonl").write_text('{"image_id": 1, "label": 0}\n{"image_id": 2, "label": 2}\n')
     with pytest.raises(ClipevalError, match=r"labels\.jsonl:2: image_id 2 has label 2, not a class index below 2"):
@@ -99,20 +117,57 @@ def test_cli_chain(tmp_path, tiny_checkpoint):
 
     steps = [
         ("prepare", "shapes", "--num-images", 24, "--seed", 3, "--out", tmp_path / "data"),
-        ("extract-features", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint, "--images",
-         tmp_path / "data/images.lmdb", "--image-output", tmp_path / "images.jsonl", "--num-workers", 0,
-         "--device", "cpu"),
-        ("encode-classes", "--arch", "clipeval-tiny", "--pretrained", tiny_checkpoint,
-         "--classes", tmp_path / "data/classes.json", "--output", tmp_path / "classes.jsonl", "--device", "cpu"),
-        ("score-classification", "--image-feats", tmp_path / "images.jsonl", "--class-feats", tmp_path / "classes.jsonl",
-         "--labels", tmp_path / "data/labels.jsonl", "--classes", tmp_path / "data/classes.json",
-         "--output", tmp_path / "classification.json"),
+        (
+            "extract-features",
+            "--arch",
+            "clipeval-tiny",
+            "--pretrained",
+            tiny_checkpoint,
+            "--images",
+            tmp_path / "data/images.lmdb",
+            "--image-output",
+            tmp_path / "images.jsonl",
+            "--num-workers",
+            0,
+            "--device",
+            "cpu",
+        ),
+        (
+            "encode-classes",
+            "--arch",
+            "clipeval-tiny",
+            "--pretrained",
+            tiny_checkpoint,
+            "--classes",
+            tmp_path / "data/classes.json",
+            "--output",
+            tmp_path / "classes.jsonl",
+            "--device",
+            "cpu",
+        ),
+        (
+            "score-classification",
+            "--image-feats",
+            tmp_path / "images.jsonl",
+            "--class-feats",
+            tmp_path / "classes.jsonl",
+            "--labels",
+            tmp_path / "data/labels.jsonl",
+            "--classes",
+            tmp_path / "data/classes.json",
+            "--output",
+            tmp_path / "classification.json",
+        ),
     ]
     for step in steps:
         result = run_cli(*step)
         assert result.returncode == 0, (step[0], result.stderr)
     metrics = json.loads((tmp_path / "classification.json").read_text())
-    assert metrics["task"] == "classification" and metrics["counts"] == {"images": 24, "classes": 6, "classes_with_images": 6}
+    assert metrics["task"] == "classification" and metrics["counts"] == {
+        "images": 24,
+        "classes": 6,
+        "classes_with_images": 6,
+    }
     classes = [json.loads(line) for line in open(tmp_path / "classes.jsonl")]
     assert [c["class_id"] for c in classes] == list(range(6))
     assert np.allclose(np.linalg.norm([c["feature"] for c in classes], axis=1), 1, atol=1e-5)

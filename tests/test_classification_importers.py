@@ -6,11 +6,11 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import run_cli, run_measuring_peak_memory
 from PIL import Image
+from sources import object_array_as_shape_pickle, python2_pickle, write_cifar
 
 from clipeval.data.image_lmdb import ImageStore
-from conftest import run_cli, run_measuring_peak_memory
-from sources import object_array_as_shape_pickle, python2_pickle, write_cifar
 
 
 def png(colour, mode="RGB", size=(8, 6)):
@@ -27,8 +27,10 @@ def read_lines(path):
 def folders(tmp_path):
     """cat/ (2 images), dog/ (1 image, grayscale), a hidden file; names file and templates."""
     root = tmp_path / "val"
-    for folder, images in {"cat": {"b.png": png((255, 0, 0)), "a.png": png((0, 255, 0), "RGBA")},
-                           "dog": {"x.png": png(128, "L", (3, 17))}}.items():
+    for folder, images in {
+        "cat": {"b.png": png((255, 0, 0)), "a.png": png((0, 255, 0), "RGBA")},
+        "dog": {"x.png": png(128, "L", (3, 17))},
+    }.items():
         (root / folder).mkdir(parents=True)
         for name, raw in images.items():
             (root / folder / name).write_bytes(raw)
@@ -39,8 +41,19 @@ def folders(tmp_path):
 
 def import_folder(tmp_path, root, names, *extra):
     (tmp_path / "names.txt").write_text(names)
-    return run_cli("prepare", "imagefolder", "--images", root, "--classnames", tmp_path / "names.txt",
-                   "--templates", tmp_path / "templates.txt", *extra, "--out", tmp_path / "out")
+    return run_cli(
+        "prepare",
+        "imagefolder",
+        "--images",
+        root,
+        "--classnames",
+        tmp_path / "names.txt",
+        "--templates",
+        tmp_path / "templates.txt",
+        *extra,
+        "--out",
+        tmp_path / "out",
+    )
 
 
 def test_imagefolder_with_names_equal_to_folders(tmp_path, folders):
@@ -49,9 +62,14 @@ def test_imagefolder_with_names_equal_to_folders(tmp_path, folders):
     assert result.stdout.strip() == f"wrote 3 labelled images to {tmp_path / 'out'}"
     # class index follows the names file: dog is 0; images go class by class, files sorted
     assert read_lines(tmp_path / "out/labels.jsonl") == [
-        {"image_id": 100, "label": 0}, {"image_id": 101, "label": 1}, {"image_id": 102, "label": 1}]
+        {"image_id": 100, "label": 0},
+        {"image_id": 101, "label": 1},
+        {"image_id": 102, "label": 1},
+    ]
     assert json.loads((tmp_path / "out/classes.json").read_text()) == {
-        "classnames": ["dog", "cat"], "templates": ["a photo of a {}.", "art of the {}."]}
+        "classnames": ["dog", "cat"],
+        "templates": ["a photo of a {}.", "art of the {}."],
+    }
     store = ImageStore(tmp_path / "out/images.lmdb")
     assert store.image_ids().tolist() == [100, 101, 102]
     assert store.encoded_bytes(101) == (folders / "cat/a.png").read_bytes()
@@ -70,13 +88,16 @@ def test_imagefolder_with_folder_to_name_lines_and_wnid_style_folders(tmp_path, 
     assert [row["label"] for row in read_lines(tmp_path / "out/labels.jsonl")] == [0, 0, 1]
 
 
-@pytest.mark.parametrize("names, message", [
-    ("cat\n", "{root}: folder 'dog' is not a class in {names} (1 such)"),
-    ("cat\ndog\nbird\n", "{root}: no folder 'bird' for a class in {names} (1 missing)"),
-    ("tabby\nterrier\nparrot\n", "{root}: 2 class folders but 3 class names in {names}"),
-    ("cat\tc\ndog\n", "{names}: give a folder for every class or for none"),
-    ("cat\ncat\n", "{names}: class name 'cat' appears twice"),
-])
+@pytest.mark.parametrize(
+    "names, message",
+    [
+        ("cat\n", "{root}: folder 'dog' is not a class in {names} (1 such)"),
+        ("cat\ndog\nbird\n", "{root}: no folder 'bird' for a class in {names} (1 missing)"),
+        ("tabby\nterrier\nparrot\n", "{root}: 2 class folders but 3 class names in {names}"),
+        ("cat\tc\ndog\n", "{names}: give a folder for every class or for none"),
+        ("cat\ncat\n", "{names}: class name 'cat' appears twice"),
+    ],
+)
 def test_class_folders_that_do_not_match_the_names(tmp_path, folders, names, message):
     result = import_folder(tmp_path, folders, names)
     assert result.returncode == 1
@@ -89,11 +110,17 @@ def test_imagefolder_bad_images_and_templates(tmp_path, folders):
     (folders / "dog/broken.png").write_bytes(png(1)[:30])
     result = import_folder(tmp_path, folders, "cat\ndog\n")
     assert result.returncode == 1 and not (tmp_path / "out").exists()
-    assert result.stderr.strip() == f"clipeval: error: {folders / 'dog/broken.png'}: image_id 2: image does not decode (UnidentifiedImageError)"
+    assert (
+        result.stderr.strip()
+        == f"clipeval: error: {folders / 'dog/broken.png'}: image_id 2: image does not decode (UnidentifiedImageError)"
+    )
     (folders / "dog/broken.png").unlink()
     (tmp_path / "templates.txt").write_text("a photo of a {}.\na photo\n")
     result = import_folder(tmp_path, folders, "cat\ndog\n")
-    assert result.stderr.strip() == f"clipeval: error: {tmp_path / 'templates.txt'}:2: template 'a photo' has no {{}} for the class name"
+    assert (
+        result.stderr.strip()
+        == f"clipeval: error: {tmp_path / 'templates.txt'}:2: template 'a photo' has no {{}} for the class name"
+    )
 
 
 def bomb_png(width, height):
@@ -118,13 +145,28 @@ def test_a_decompression_bomb_is_refused_before_it_is_decoded(tmp_path, folders,
     (folders / "dog/huge.png").write_bytes(bomb_png(width, height))
     (tmp_path / "names.txt").write_text("cat\ndog\n")
     result, peak = run_measuring_peak_memory(
-        [sys.executable, "-m", "clipeval", "prepare", "imagefolder", "--images", folders, "--classnames",
-         tmp_path / "names.txt", "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"],
-        tmp_path / "peak")
+        [
+            sys.executable,
+            "-m",
+            "clipeval",
+            "prepare",
+            "imagefolder",
+            "--images",
+            folders,
+            "--classnames",
+            tmp_path / "names.txt",
+            "--templates",
+            tmp_path / "templates.txt",
+            "--out",
+            tmp_path / "out",
+        ],
+        tmp_path / "peak",
+    )
     assert result.returncode == 1 and not (tmp_path / "out").exists()
     assert result.stderr.strip() == (
         f"clipeval: error: {folders / 'dog/huge.png'}: image_id 2: image has more than 89,478,485 pixels,"
-        " not decoded (a decompression bomb, or not a benchmark image)")
+        " not decoded (a decompression bomb, or not a benchmark image)"
+    )
     # Decoding would take width × height bytes (grey), and three times that converted to RGB.
     assert peak < width * height
 
@@ -133,7 +175,10 @@ def test_imagefolder_refuses_a_folder_inside_a_class_folder(tmp_path, folders):
     (folders / "cat/more").mkdir()
     result = import_folder(tmp_path, folders, "cat\ndog\n")
     assert result.returncode == 1 and not (tmp_path / "out").exists()
-    assert result.stderr.strip() == f"clipeval: error: {folders / 'cat/more'}: a class folder holds images only, not folders"
+    assert (
+        result.stderr.strip()
+        == f"clipeval: error: {folders / 'cat/more'}: a class folder holds images only, not folders"
+    )
 
 
 def test_imagefolder_without_images_is_an_empty_dataset(tmp_path):
@@ -151,8 +196,18 @@ def test_cifar_batches_round_trip_pixels_labels_and_names(tmp_path, layout):
     labels = [0, 2, 1, 1, 0, 2, 2]
     batch = write_cifar(tmp_path / "src", layout, pixels, labels, ["apple", "aquarium_fish", "bear"])
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt",
-                     "--first-image-id", 10, "--out", tmp_path / "out")
+    result = run_cli(
+        "prepare",
+        "cifar",
+        "--batch",
+        batch,
+        "--templates",
+        tmp_path / "templates.txt",
+        "--first-image-id",
+        10,
+        "--out",
+        tmp_path / "out",
+    )
     assert result.returncode == 0, result.stderr
     store = ImageStore(tmp_path / "out/images.lmdb")
     assert store.image_ids().tolist() == list(range(10, 17))
@@ -178,11 +233,21 @@ def test_a_pickle_that_would_run_code_is_refused_unrun(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src/test_batch").write_bytes(python2_pickle({b"labels": [0], b"data": RunsCode(marker)}))
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli("prepare", "cifar", "--batch", tmp_path / "src/test_batch", "--templates", tmp_path / "templates.txt",
-                     "--out", tmp_path / "out")
+    result = run_cli(
+        "prepare",
+        "cifar",
+        "--batch",
+        tmp_path / "src/test_batch",
+        "--templates",
+        tmp_path / "templates.txt",
+        "--out",
+        tmp_path / "out",
+    )
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"clipeval: error: {tmp_path / 'src/test_batch'}: refusing to load io.open:"
-                                     " a dataset pickle may hold plain data only")
+    assert result.stderr.strip() == (
+        f"clipeval: error: {tmp_path / 'src/test_batch'}: refusing to load io.open:"
+        " a dataset pickle may hold plain data only"
+    )
     assert not marker.exists() and not (tmp_path / "out").exists()
 
 
@@ -192,10 +257,13 @@ def test_a_pickle_that_would_corrupt_memory_is_refused_unrun(tmp_path):
     batch.parent.mkdir()
     batch.write_bytes(object_array_as_shape_pickle())
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt",
-                     "--out", tmp_path / "out")
+    result = run_cli(
+        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
+    )
     assert (result.returncode, result.stderr.strip()) == (
-        1, f"clipeval: error: {batch}: numpy dtype b'O8', not uint8: a dataset pickle may hold plain data only")
+        1,
+        f"clipeval: error: {batch}: numpy dtype b'O8', not uint8: a dataset pickle may hold plain data only",
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -203,11 +271,17 @@ def test_truncated_cifar_batch_and_bad_labels(tmp_path):
     pixels = np.zeros((2, 32, 32, 3), dtype=np.uint8)
     batch = write_cifar(tmp_path / "src", "cifar10", pixels, [0, 5], ["a", "b"])
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
+    result = run_cli(
+        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
+    )
     assert result.stderr.strip() == f"clipeval: error: {batch}: image 1 has label 5, not a class index below 2"
     batch.write_bytes(batch.read_bytes()[:100])
-    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
-    assert result.returncode == 1 and result.stderr.startswith(f"clipeval: error: {batch}: not a readable CIFAR pickle (")
+    result = run_cli(
+        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
+    )
+    assert result.returncode == 1 and result.stderr.startswith(
+        f"clipeval: error: {batch}: not a readable CIFAR pickle ("
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -218,10 +292,17 @@ def test_text_that_is_not_utf8_is_named_by_file_and_line(tmp_path):
     meta = tmp_path / "src/batches.meta"
     meta.write_bytes(python2_pickle({b"label_names": [b"a", "café".encode("latin-1")]}))
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
+    result = run_cli(
+        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
+    )
     assert (result.returncode, result.stderr) == (1, f"clipeval: error: {meta}: class name 1 is not UTF-8 text\n")
     write_cifar(tmp_path / "src", "cifar10", pixels, [0, 1], ["a", "b"])
     (tmp_path / "templates.txt").write_bytes("a photo of a {}.\nune photo d'un {} ô\n".encode("latin-1"))
-    result = run_cli("prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out")
-    assert (result.returncode, result.stderr) == (1, f"clipeval: error: {tmp_path / 'templates.txt'}:2: not UTF-8 text\n")
+    result = run_cli(
+        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
+    )
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"clipeval: error: {tmp_path / 'templates.txt'}:2: not UTF-8 text\n",
+    )
     assert not (tmp_path / "out").exists()

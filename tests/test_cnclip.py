@@ -5,13 +5,12 @@ from pathlib import Path
 
 import lmdb
 import pytest
+from conftest import run_cli
 from PIL import Image
 
 from clipeval.data.dataset import load_dataset_meta, open_dataset, write_dataset
 from clipeval.data.sources.cnclip import FORMAT
 from clipeval.errors import ClipevalError
-
-from conftest import run_cli
 
 
 def encoded(colour, fmt="JPEG", mode="RGB"):
@@ -78,11 +77,14 @@ def test_import_from_a_chinese_clip_lmdb(tmp_path, source):
     assert all(store.encoded_bytes(i) == raw for i, raw in IMAGES.items())
 
 
-@pytest.mark.parametrize("claimed, message", [
-    (b"1000000000000", "num_images says 1000000000000, but the LMDB holds 3 images"),
-    (b"2", "num_images says 2, but the LMDB holds 3 images"),
-    (b"many", "num_images b'many' is not a count"),
-])
+@pytest.mark.parametrize(
+    "claimed, message",
+    [
+        (b"1000000000000", "num_images says 1000000000000, but the LMDB holds 3 images"),
+        (b"2", "num_images says 2, but the LMDB holds 3 images"),
+        (b"many", "num_images b'many' is not a count"),
+    ],
+)
 def test_an_lmdb_whose_count_disagrees_with_its_images_is_refused(tmp_path, source, claimed, message):
     entries = {str(image_id).encode(): base64.b64encode(raw) for image_id, raw in IMAGES.items()}
     assert_lmdb_refused(tmp_path, source, {**entries, b"num_images": claimed}, message)
@@ -101,15 +103,19 @@ def assert_lmdb_refused(tmp_path, source, entries, message):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("key, message", [
-    (b"0517", "key b'0517' is not an image id (written as str(image_id))"),
-    (b"-517", "key b'-517' is not an image id (written as str(image_id))"),
-    (b" 517", "key b' 517' is not an image id (written as str(image_id))"),
-    (b"99999999999999999999", "key b'99999999999999999999' is too large for an image id (ids are below 2^63)"),
-])
+@pytest.mark.parametrize(
+    "key, message",
+    [
+        (b"0517", "key b'0517' is not an image id (written as str(image_id))"),
+        (b"-517", "key b'-517' is not an image id (written as str(image_id))"),
+        (b" 517", "key b' 517' is not an image id (written as str(image_id))"),
+        (b"99999999999999999999", "key b'99999999999999999999' is too large for an image id (ids are below 2^63)"),
+    ],
+)
 def test_an_lmdb_key_that_is_not_an_image_id_is_refused(tmp_path, source, key, message):
-    entries = {key if image_id == 517 else str(image_id).encode(): base64.b64encode(raw)
-               for image_id, raw in IMAGES.items()}
+    entries = {
+        key if image_id == 517 else str(image_id).encode(): base64.b64encode(raw) for image_id, raw in IMAGES.items()
+    }
     assert_lmdb_refused(tmp_path, source, entries, message)
 
 
@@ -134,8 +140,14 @@ def test_images_without_caption_are_kept_and_counted(tmp_path, source):
         ("1\tAAAA\textra\n", r"test_imgs\.tsv:1: expected 2 tab-separated fields \(image_id, base64\), got 3"),
         ("x1\tAAAA\n", r"test_imgs\.tsv:1: image_id 'x1' is not an integer"),
         ("1\t!!!notbase64\n", r"test_imgs\.tsv:1: image_id 1: value is not valid base64"),
-        ("1\t" + base64.b64encode(b"plain text").decode() + "\n", r"test_imgs\.tsv:1: image_id 1: image does not decode"),
-        ("1\t" + base64.b64encode(encoded("red")[:40]).decode() + "\n", r"test_imgs\.tsv:1: image_id 1: image does not decode"),
+        (
+            "1\t" + base64.b64encode(b"plain text").decode() + "\n",
+            r"test_imgs\.tsv:1: image_id 1: image does not decode",
+        ),
+        (
+            "1\t" + base64.b64encode(encoded("red")[:40]).decode() + "\n",
+            r"test_imgs\.tsv:1: image_id 1: image does not decode",
+        ),
     ],
 )
 def test_bad_tsv_lines_leave_nothing_behind(tmp_path, source, tsv_text, message):
@@ -194,17 +206,23 @@ def test_unusual_modes_and_sizes_are_converted_not_rejected(tmp_path, source, ti
         Image.new(mode, size, 60).save(buffer, format=fmt)
         return buffer.getvalue()
 
-    odd = {1: encoded_image("L", (1, 300), "PNG"), 2: encoded_image("RGBA", (37, 5), "PNG"),
-           3: encoded_image("P", (64, 63), "PNG"), 4: encoded_image("CMYK", (17, 17), "JPEG"),
-           5: encoded_image("LA", (3, 2), "PNG"), 6: encoded_image("I;16", (9, 9), "PNG")}
+    odd = {
+        1: encoded_image("L", (1, 300), "PNG"),
+        2: encoded_image("RGBA", (37, 5), "PNG"),
+        3: encoded_image("P", (64, 63), "PNG"),
+        4: encoded_image("CMYK", (17, 17), "JPEG"),
+        5: encoded_image("LA", (3, 2), "PNG"),
+        6: encoded_image("I;16", (9, 9), "PNG"),
+    }
     write_tsv(source[0], odd)
     write_texts(source[1], [{"text_id": i, "text": f"image {i}", "image_ids": [i]} for i in odd])
     import_cnclip(*source, tmp_path / "out")
     store, _ = open_dataset(tmp_path / "out")
     assert all(store.image(i).mode == "RGB" for i in odd)
     model, preprocess, _ = build_model("clipeval-tiny", str(tiny_checkpoint))
-    ids, matrix = encode_images(model, preprocess, store, store.image_ids(), batch_size=4, num_workers=0,
-                                device="cpu", precision="fp32")
+    ids, matrix = encode_images(
+        model, preprocess, store, store.image_ids(), batch_size=4, num_workers=0, device="cpu", precision="fp32"
+    )
     assert ids.tolist() == list(odd) and matrix.shape == (6, 64)
 
 
@@ -235,7 +253,10 @@ def test_an_import_into_a_folder_of_other_files_is_refused(tmp_path, source):
     (tmp_path / "data").mkdir()
     (tmp_path / "data/notes.txt").write_text("mine")
     result = run_cli("prepare", "cnclip", "--images", source[0], "--texts", source[1], "--out", tmp_path / "data")
-    assert (result.returncode, result.stderr.strip()) == (1, f"clipeval: error: {tmp_path / 'data'}: holds 'notes.txt',"
-                                                             " which is not part of a prepared dataset: write to a new or"
-                                                             " empty folder")
+    assert (result.returncode, result.stderr.strip()) == (
+        1,
+        f"clipeval: error: {tmp_path / 'data'}: holds 'notes.txt',"
+        " which is not part of a prepared dataset: write to a new or"
+        " empty folder",
+    )
     assert dataset_files(tmp_path / "data") == {Path("notes.txt"): b"mine"}

@@ -44,13 +44,27 @@ def write_package(root):
 def test_every_import_form_is_followed(tmp_path):
     graph = CodeGraph(write_package(tmp_path))
     assert graph.closure(command_entry_modules("alpha")) == [
-        "clipeval", "clipeval.__main__", "clipeval.absolute", "clipeval.cli", "clipeval.commands",
-        "clipeval.commands._shared", "clipeval.commands.alpha", "clipeval.deep", "clipeval.errors", "clipeval.leaf",
+        "clipeval",
+        "clipeval.__main__",
+        "clipeval.absolute",
+        "clipeval.cli",
+        "clipeval.commands",
+        "clipeval.commands._shared",
+        "clipeval.commands.alpha",
+        "clipeval.deep",
+        "clipeval.errors",
+        "clipeval.leaf",
         "clipeval.sibling",
     ]
     assert graph.closure(command_entry_modules("beta")) == [
-        "clipeval", "clipeval.__main__", "clipeval.cli", "clipeval.commands", "clipeval.commands.beta",
-        "clipeval.errors", "clipeval.models", "clipeval.models.tower",
+        "clipeval",
+        "clipeval.__main__",
+        "clipeval.cli",
+        "clipeval.commands",
+        "clipeval.commands.beta",
+        "clipeval.errors",
+        "clipeval.models",
+        "clipeval.models.tower",
     ]
 
 
@@ -70,5 +84,7 @@ def test_the_digest_changes_with_exactly_the_code_a_command_runs(tmp_path):
     assert changed_after(lambda: (package / "models/tower.py").write_text("# edited\n")) == {"beta"}
     assert changed_after(lambda: (package / "unused.py").write_text("# edited\n")) == set()
     assert changed_after(lambda: (package / "commands/gamma.py").write_text("x = 1\n")) == set()
-    assert changed_after(lambda: (package / "errors.py").write_text("class Oops(Exception):\n    '''x'''\n")) == \
-        {"alpha", "beta"}
+    assert changed_after(lambda: (package / "errors.py").write_text("class Oops(Exception):\n    '''x'''\n")) == {
+        "alpha",
+        "beta",
+    }

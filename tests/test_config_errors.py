@@ -4,21 +4,28 @@ import copy
 
 import pytest
 import yaml
+from conftest import REPO
 
 from clipeval.config_errors import config_error, location
 from clipeval.data.sources import format_names
-
-from conftest import REPO
 
 SCHEMA = yaml.safe_load((REPO / "config/schema.yaml").read_text())
 VALID = {
     "datasets": {
         "train": {"format": "shapes", "task": "train", "num_images": 10, "seed": 0},
-        "flickr": {"format": "karpathy", "task": "retrieval", "annotations": "a.json", "images": "img",
-                   "split": ["test"]},
+        "flickr": {
+            "format": "karpathy",
+            "task": "retrieval",
+            "annotations": "a.json",
+            "images": "img",
+            "split": ["test"],
+        },
     },
     "models": {
-        "tiny": {"arch": "clipeval-tiny", "train": {"dataset": "train", "epochs": 1, "batch_size": 8, "lr": 0.1, "seed": 0}},
+        "tiny": {
+            "arch": "clipeval-tiny",
+            "train": {"dataset": "train", "epochs": 1, "batch_size": 8, "lr": 0.1, "seed": 0},
+        },
         "b32": {"arch": "ViT-B-32", "pretrained": "openai", "preprocess": {"mean": [0, 0, 0]}},
         "given": {"features": {"flickr": {"images": "i.jsonl", "texts": "t.jsonl"}}},
     },
@@ -37,39 +44,71 @@ def test_the_valid_config_has_no_error():
     assert config_error(copy.deepcopy(VALID), SCHEMA, format_names()) is None
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda c: c.update(extrakt={}),
-     "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, report)"),
-    (lambda c: c.update(compare={"baselin": "tiny"}), "compare: unknown key 'baselin' (allowed: baseline)"),
-    (lambda c: c.pop("models"), "the config: 'models' is a required property"),
-    (lambda c: c["datasets"]["flickr"].update(anotations="a.json"),
-     "datasets.flickr: unknown key 'anotations' (allowed: annotations, format, image_id, images, protocol, split, task)"),
-    (lambda c: c["datasets"]["flickr"].update(split=["tset"]),
-     "datasets.flickr.split[0]: 'tset' is not one of ['train', 'restval', 'val', 'test']"),
-    (lambda c: c["datasets"]["flickr"].pop("images"), "datasets.flickr: 'images' is a required property"),
-    (lambda c: c["datasets"]["flickr"].update(format="flickr30k"),
-     "datasets.flickr.format: unknown format 'flickr30k' (allowed: cifar, cnclip, coco, imagefolder, karpathy, shapes)"),
-    (lambda c: c["datasets"]["flickr"].pop("format"), "datasets.flickr: 'format' is a required property"),
-    (lambda c: c["datasets"].update({"my data": c["datasets"].pop("flickr")}),
-     "datasets: 'my data' does not match '^[A-Za-z0-9][A-Za-z0-9._-]*$'"),
-    (lambda c: c["models"]["b32"].update(pretrianed="openai"),
-     "models.b32: unknown key 'pretrianed' (allowed: arch, features, precision, preprocess, pretrained, train)"),
-    (lambda c: c["models"]["b32"].pop("pretrained"),
-     "models.b32: a model gives arch with pretrained, arch with train, or features alone; it gives arch, preprocess"),
-    (lambda c: c["models"]["tiny"]["train"].update(epochs=0), "models.tiny.train.epochs: 0 is less than the minimum of 1"),
-    (lambda c: c["models"]["b32"]["preprocess"].update(interpolation="nearest"),
-     "models.b32.preprocess.interpolation: 'nearest' is not one of ['bicubic', 'bilinear', 'random']"),
-    (lambda c: c["models"]["given"]["features"]["flickr"].update(text="t.jsonl"),
-     "models.given.features.flickr: unknown key 'text' (allowed: classes, images, texts)"),
-    (lambda c: c.update(evaluate=[{"model": "tiny", "datset": "flickr"}]),
-     "evaluate[0]: unknown key 'datset' (allowed: dataset, model)"),
-    (lambda c: c["extract"].update(device="gpu"), "extract.device: 'gpu' does not match '^(auto|cpu|cuda(:[0-9]+)?)$'"),
-    (lambda c: c.update(knn={"top_k": "10"}), "knn.top_k: '10' is not of type 'integer'"),
-    (lambda c: c["metrics"].update(recall_at=[0]), "metrics.recall_at[0]: 0 is less than the minimum of 1"),
-    (lambda c: c.update(numerics="fast"), "numerics: 'fast' is not one of ['portable', 'native']"),
-    (lambda c: c.update(report={"failure": 8}), "report: unknown key 'failure' (allowed: failures, shown, thumbnail_size)"),
-    (lambda c: c.update(report={"failures": 0}), "report.failures: 0 is less than the minimum of 1"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda c: c.update(extrakt={}),
+            "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, report)",
+        ),
+        (lambda c: c.update(compare={"baselin": "tiny"}), "compare: unknown key 'baselin' (allowed: baseline)"),
+        (lambda c: c.pop("models"), "the config: 'models' is a required property"),
+        (
+            lambda c: c["datasets"]["flickr"].update(anotations="a.json"),
+            "datasets.flickr: unknown key 'anotations' (allowed: annotations, format, image_id, images, protocol, split, task)",
+        ),
+        (
+            lambda c: c["datasets"]["flickr"].update(split=["tset"]),
+            "datasets.flickr.split[0]: 'tset' is not one of ['train', 'restval', 'val', 'test']",
+        ),
+        (lambda c: c["datasets"]["flickr"].pop("images"), "datasets.flickr: 'images' is a required property"),
+        (
+            lambda c: c["datasets"]["flickr"].update(format="flickr30k"),
+            "datasets.flickr.format: unknown format 'flickr30k' (allowed: cifar, cnclip, coco, imagefolder, karpathy, shapes)",
+        ),
+        (lambda c: c["datasets"]["flickr"].pop("format"), "datasets.flickr: 'format' is a required property"),
+        (
+            lambda c: c["datasets"].update({"my data": c["datasets"].pop("flickr")}),
+            "datasets: 'my data' does not match '^[A-Za-z0-9][A-Za-z0-9._-]*$'",
+        ),
+        (
+            lambda c: c["models"]["b32"].update(pretrianed="openai"),
+            "models.b32: unknown key 'pretrianed' (allowed: arch, features, precision, preprocess, pretrained, train)",
+        ),
+        (
+            lambda c: c["models"]["b32"].pop("pretrained"),
+            "models.b32: a model gives arch with pretrained, arch with train, or features alone; it gives arch, preprocess",
+        ),
+        (
+            lambda c: c["models"]["tiny"]["train"].update(epochs=0),
+            "models.tiny.train.epochs: 0 is less than the minimum of 1",
+        ),
+        (
+            lambda c: c["models"]["b32"]["preprocess"].update(interpolation="nearest"),
+            "models.b32.preprocess.interpolation: 'nearest' is not one of ['bicubic', 'bilinear', 'random']",
+        ),
+        (
+            lambda c: c["models"]["given"]["features"]["flickr"].update(text="t.jsonl"),
+            "models.given.features.flickr: unknown key 'text' (allowed: classes, images, texts)",
+        ),
+        (
+            lambda c: c.update(evaluate=[{"model": "tiny", "datset": "flickr"}]),
+            "evaluate[0]: unknown key 'datset' (allowed: dataset, model)",
+        ),
+        (
+            lambda c: c["extract"].update(device="gpu"),
+            "extract.device: 'gpu' does not match '^(auto|cpu|cuda(:[0-9]+)?)$'",
+        ),
+        (lambda c: c.update(knn={"top_k": "10"}), "knn.top_k: '10' is not of type 'integer'"),
+        (lambda c: c["metrics"].update(recall_at=[0]), "metrics.recall_at[0]: 0 is less than the minimum of 1"),
+        (lambda c: c.update(numerics="fast"), "numerics: 'fast' is not one of ['portable', 'native']"),
+        (
+            lambda c: c.update(report={"failure": 8}),
+            "report: unknown key 'failure' (allowed: failures, shown, thumbnail_size)",
+        ),
+        (lambda c: c.update(report={"failures": 0}), "report.failures: 0 is less than the minimum of 1"),
+    ],
+)
 def test_each_section_names_the_entry_and_key(change, message):
     assert error_after(change) == message
 

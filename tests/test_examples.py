@@ -3,20 +3,30 @@
 import open_clip
 import pytest
 import yaml
+from conftest import REPO
 
 from clipeval.config_errors import config_error
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.models.pretrained import is_checkpoint_path
 
-from conftest import REPO
-
 EXAMPLES = sorted((REPO / "config/examples").glob("*.yaml"))
 
 
 def test_there_are_examples():
-    assert {p.stem for p in EXAMPLES} >= {"flickr30k-1k", "coco-5k", "coco-1k", "muge", "flickr30k-cn", "coco-cn",
-                                          "cifar10", "cifar100", "imagenet-1k-val", "coco-val2017",
-                                          "local-checkpoint", "precomputed-features"}
+    assert {p.stem for p in EXAMPLES} >= {
+        "flickr30k-1k",
+        "coco-5k",
+        "coco-1k",
+        "muge",
+        "flickr30k-cn",
+        "coco-cn",
+        "cifar10",
+        "cifar100",
+        "imagenet-1k-val",
+        "coco-val2017",
+        "local-checkpoint",
+        "precomputed-features",
+    }
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -58,22 +68,52 @@ def create_named_inputs(workdir, config):
             (workdir / path).touch()
 
 
-EXTRACTED = {"describe_model": 1, "extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1,
-             "knn": 2, "score_retrieval": 1}
+EXTRACTED = {
+    "describe_model": 1,
+    "extract_text_features": 1,
+    "extract_image_shard": 1,
+    "gather_image_features": 1,
+    "knn": 2,
+    "score_retrieval": 1,
+}
 # The report of one retrieval dataset, with a gallery per model and, for two models, their forest plot.
 REPORT = {"report_tables": 1, "plot_retrieval": 1, "retrieval_failures": 1}
 REPORT_TWO = {**REPORT, "retrieval_failures": 2, "plot_comparisons": 1}
 
 
-@pytest.mark.parametrize("example, jobs", [
-    ("flickr30k-cn", {"prepare_cnclip": 1, **EXTRACTED, "summary": 1, "all": 1, **REPORT}),
-    ("coco-val2017", {"prepare_coco": 1, **EXTRACTED, "summary": 1, "all": 1, **REPORT}),
-    ("local-checkpoint", {"prepare_karpathy": 1, **{rule: 2 * n for rule, n in EXTRACTED.items()},
-                          "compare_models": 1, "summary": 1, "all": 1, **REPORT_TWO}),
-    # The features model adds its description, knn, score and a comparison: nothing to extract.
-    ("precomputed-features", {"prepare_cnclip": 1, **EXTRACTED, "describe_features_model": 1, "knn": 4,
-                              "score_retrieval": 2, "compare_models": 1, "summary": 1, "all": 1, **REPORT_TWO}),
-])
+@pytest.mark.parametrize(
+    "example, jobs",
+    [
+        ("flickr30k-cn", {"prepare_cnclip": 1, **EXTRACTED, "summary": 1, "all": 1, **REPORT}),
+        ("coco-val2017", {"prepare_coco": 1, **EXTRACTED, "summary": 1, "all": 1, **REPORT}),
+        (
+            "local-checkpoint",
+            {
+                "prepare_karpathy": 1,
+                **{rule: 2 * n for rule, n in EXTRACTED.items()},
+                "compare_models": 1,
+                "summary": 1,
+                "all": 1,
+                **REPORT_TWO,
+            },
+        ),
+        # The features model adds its description, knn, score and a comparison: nothing to extract.
+        (
+            "precomputed-features",
+            {
+                "prepare_cnclip": 1,
+                **EXTRACTED,
+                "describe_features_model": 1,
+                "knn": 4,
+                "score_retrieval": 2,
+                "compare_models": 1,
+                "summary": 1,
+                "all": 1,
+                **REPORT_TWO,
+            },
+        ),
+    ],
+)
 def test_an_example_replaces_the_default_experiment(tmp_path, example, jobs):
     from snakemake_runner import copy_workflow, planned_jobs
 
@@ -90,9 +130,16 @@ def test_the_examples_and_the_default_experiment_can_share_one_results_folder():
     configs = {path.stem: yaml.safe_load(path.read_text()) for path in [*EXAMPLES, REPO / "config/config.yaml"]}
     clashes = []
     for (first, a), (second, b) in itertools.combinations(configs.items(), 2):
-        clashes += [(first, second, section, name) for section in ("datasets", "models")
-                    for name in set(a[section]) & set(b[section]) if a[section][name] != b[section][name]]
+        clashes += [
+            (first, second, section, name)
+            for section in ("datasets", "models")
+            for name in set(a[section]) & set(b[section])
+            if a[section][name] != b[section][name]
+        ]
         if set(a["models"]) & set(b["models"]) and set(a["datasets"]) & set(b["datasets"]):
-            clashes += [(first, second, section) for section in ("numerics", "extract", "knn", "metrics")
-                        if a.get(section) != b.get(section)]
+            clashes += [
+                (first, second, section)
+                for section in ("numerics", "extract", "knn", "metrics")
+                if a.get(section) != b.get(section)
+            ]
     assert clashes == []

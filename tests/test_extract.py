@@ -48,8 +48,10 @@ def test_features_do_not_depend_on_how_the_images_are_split(tiny, shapes_dataset
     # split and the loader batch, so every split gives the same bits.
     store, _ = open_dataset(shapes_dataset)
     _, whole = images_with(tiny, store, batch_size=16)
-    pieces = [images_with(tiny, store, batch_size=batch, start=start, stop=stop)[1]
-              for (start, stop), batch in zip([(0, 3), (3, 17), (17, 40)], (5, 64, 300))]
+    pieces = [
+        images_with(tiny, store, batch_size=batch, start=start, stop=stop)[1]
+        for (start, stop), batch in zip([(0, 3), (3, 17), (17, 40)], (5, 64, 300))
+    ]
     assert np.array_equal(whole, np.concatenate(pieces))
 
 
@@ -70,7 +72,11 @@ def test_shards_are_consecutive_runs_of_ids():
 
     ids = np.arange(10, 20)
     assert [shard_bounds(10, i, 4) for i in range(3)] == [(0, 4), (4, 8), (8, 10)]
-    assert [shard_of(ids, i, 4).tolist() for i in range(shard_count(10, 4))] == [[10, 11, 12, 13], [14, 15, 16, 17], [18, 19]]
+    assert [shard_of(ids, i, 4).tolist() for i in range(shard_count(10, 4))] == [
+        [10, 11, 12, 13],
+        [14, 15, 16, 17],
+        [18, 19],
+    ]
     assert shard_of(ids, 0, 0).tolist() == ids.tolist()
     with pytest.raises(ClipevalError, match="shard 1 does not exist: without a shard size there is one shard"):
         shard_of(ids, 1, 0)
@@ -93,7 +99,9 @@ def test_gather_keeps_order_and_refuses_overlaps(tmp_path):
 def test_text_features(tiny, shapes_dataset):
     model, _, tokenizer = tiny
     _, captions = open_dataset(shapes_dataset)
-    ids, matrix = encode_texts(model, tokenizer, captions.text_ids, captions.texts, batch_size=64, device="cpu", precision="fp32")
+    ids, matrix = encode_texts(
+        model, tokenizer, captions.text_ids, captions.texts, batch_size=64, device="cpu", precision="fp32"
+    )
     assert ids.tolist() == captions.text_ids.tolist()
     assert np.allclose(np.linalg.norm(matrix, axis=1), 1, atol=1e-5)
 
@@ -123,26 +131,49 @@ def test_feature_file_round_trip_is_exact(tmp_path):
 @pytest.mark.parametrize(
     "lines, message",
     [
-        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": [1, 0, 0]}'],
-         r"f\.jsonl:2: text_id 2 has dimension 3, expected 2"),
-        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 1, "feature": [0, 1]}'],
-         r"f\.jsonl:2: duplicate text_id 1 \(first on line 1\)"),
+        (
+            ['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": [1, 0, 0]}'],
+            r"f\.jsonl:2: text_id 2 has dimension 3, expected 2",
+        ),
+        (
+            ['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 1, "feature": [0, 1]}'],
+            r"f\.jsonl:2: duplicate text_id 1 \(first on line 1\)",
+        ),
         (['{"text_id": 1, "feature": [0, 0]}'], r"f\.jsonl:1: text_id 1 has a zero-norm feature"),
-        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 4, "feature": [NaN, 0]}'],
-         r"f\.jsonl:2: (text_id 4 has a NaN or infinite feature value|malformed JSON line)"),
-        (['{"text_id": 1, "feature": [1e999, 0]}'], r"f\.jsonl:1: (text_id 1 has a NaN or infinite feature value|malformed JSON line)"),
-        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": [1e308, 0]}'],
-         r"f\.jsonl:2: text_id 2 has a NaN or infinite feature value \(or one past float32's range\)$"),
-        (['{"text_id": 1, "feature": [1e30, 1]}'],
-         r"f\.jsonl:1: text_id 1 has a feature of norm 1e\+30, past the 1\.84e\+19 at which float32 products overflow$"),
+        (
+            ['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 4, "feature": [NaN, 0]}'],
+            r"f\.jsonl:2: (text_id 4 has a NaN or infinite feature value|malformed JSON line)",
+        ),
+        (
+            ['{"text_id": 1, "feature": [1e999, 0]}'],
+            r"f\.jsonl:1: (text_id 1 has a NaN or infinite feature value|malformed JSON line)",
+        ),
+        (
+            ['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": [1e308, 0]}'],
+            r"f\.jsonl:2: text_id 2 has a NaN or infinite feature value \(or one past float32's range\)$",
+        ),
+        (
+            ['{"text_id": 1, "feature": [1e30, 1]}'],
+            r"f\.jsonl:1: text_id 1 has a feature of norm 1e\+30, past the 1\.84e\+19 at which float32 products overflow$",
+        ),
         (['{"text_id": 1}'], r"f\.jsonl:1: text_id 1 has no feature list"),
-        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": ["1.5", true]}'],
-         r'f\.jsonl:2: text_id 2 has a feature value that is not a number: "1\.5"'),
-        (['{"text_id": 1, "feature": [1.5, true]}'], r"f\.jsonl:1: text_id 1 has a feature value that is not a number: true"),
-        (['{"text_id": 1, "feature": [[1.5], 2]}'], r"f\.jsonl:1: text_id 1 has a feature value that is not a number: \[1\.5\]"),
+        (
+            ['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": ["1.5", true]}'],
+            r'f\.jsonl:2: text_id 2 has a feature value that is not a number: "1\.5"',
+        ),
+        (
+            ['{"text_id": 1, "feature": [1.5, true]}'],
+            r"f\.jsonl:1: text_id 1 has a feature value that is not a number: true",
+        ),
+        (
+            ['{"text_id": 1, "feature": [[1.5], 2]}'],
+            r"f\.jsonl:1: text_id 1 has a feature value that is not a number: \[1\.5\]",
+        ),
         (['{"image_id": 1, "feature": [1]}'], r"f\.jsonl:1: text_id must be a non-negative integer, got None"),
-        (['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": [%s]}' % ",".join(["0"] * 1_000_000)],
-         r"f\.jsonl:2: text_id 2 has 1,000,000 feature values, more than the 16,384 clipeval reads"),
+        (
+            ['{"text_id": 1, "feature": [1, 0]}', '{"text_id": 2, "feature": [' + ",".join(["0"] * 1_000_000) + "]}"],
+            r"f\.jsonl:2: text_id 2 has 1,000,000 feature values, more than the 16,384 clipeval reads",
+        ),
     ],
 )
 def test_bad_feature_files_are_named(tmp_path, lines, message):
@@ -205,8 +236,9 @@ def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, monkeypa
     monkeypatch.setattr(feature_files, "_DIGEST_PIECE_BYTES", piece_bytes)
     path = written_with_sidecar(tmp_path, np.array([[0.5, 1.0], [0.25, 0.5], [1.0, 0.0]], dtype=np.float32))
     spoil(path)
-    expected = np.array([[float(v) for v in orjson.loads(line)["feature"]] for line in path.read_text().splitlines()],
-                        dtype=np.float32)
+    expected = np.array(
+        [[float(v) for v in orjson.loads(line)["feature"]] for line in path.read_text().splitlines()], dtype=np.float32
+    )
     ids, matrix = read_features(path, "image_id")
     assert ids.tolist() == [0, 1, 2] and np.array_equal(matrix, expected)
 
@@ -214,23 +246,38 @@ def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, monkeypa
 def test_the_digest_is_a_sha256_over_its_pieces_in_order_whatever_the_threads(tmp_path, monkeypatch):
     monkeypatch.setattr(feature_files, "_DIGEST_PIECE_BYTES", 4)
     digests = {}
-    for name, content in [("plain", b"abcdefgh12"), ("pieces swapped", b"efghabcd12"), ("one byte more", b"abcdefgh12 ")]:
+    for name, content in [
+        ("plain", b"abcdefgh12"),
+        ("pieces swapped", b"efghabcd12"),
+        ("one byte more", b"abcdefgh12 "),
+    ]:
         (tmp_path / name).write_bytes(content)
         for threads in ("1", "3"):
             monkeypatch.setenv("OMP_NUM_THREADS", threads)
             digests[name, threads] = feature_files._jsonl_digest(tmp_path / name)
     pieces = b"".join(hashlib.sha256(piece).digest() for piece in (b"abcd", b"efgh", b"12"))
-    assert digests["plain", "1"] == digests["plain", "3"] == hashlib.sha256((10).to_bytes(8, "little") + pieces).hexdigest()
+    assert (
+        digests["plain", "1"]
+        == digests["plain", "3"]
+        == hashlib.sha256((10).to_bytes(8, "little") + pieces).hexdigest()
+    )
     assert len(set(digests.values())) == 3
 
 
-@pytest.mark.parametrize("matrix, message", [
-    (np.array([[1.0, 0.0], [0.0, 0.0]], dtype=np.float32), r"f\.jsonl:2: image_id 1 has a zero-norm feature"),
-    (np.ones((1, 16_385), dtype=np.float32),
-     r"f\.jsonl:1: image_id 0 has 16,385 feature values, more than the 16,384 clipeval reads"),
-    (np.array([[1.0, 0.0], [3e19, 1.0]], dtype=np.float32),
-     r"f\.jsonl:2: image_id 1 has a feature of norm 3e\+19, past the 1\.84e\+19 at which float32 products overflow"),
-])
+@pytest.mark.parametrize(
+    "matrix, message",
+    [
+        (np.array([[1.0, 0.0], [0.0, 0.0]], dtype=np.float32), r"f\.jsonl:2: image_id 1 has a zero-norm feature"),
+        (
+            np.ones((1, 16_385), dtype=np.float32),
+            r"f\.jsonl:1: image_id 0 has 16,385 feature values, more than the 16,384 clipeval reads",
+        ),
+        (
+            np.array([[1.0, 0.0], [3e19, 1.0]], dtype=np.float32),
+            r"f\.jsonl:2: image_id 1 has a feature of norm 3e\+19, past the 1\.84e\+19 at which float32 products overflow",
+        ),
+    ],
+)
 def test_features_the_reader_would_refuse_get_no_sidecar_and_the_reader_names_the_line(tmp_path, matrix, message):
     path = written_with_sidecar(tmp_path, matrix)
     assert not sidecar_path(path).exists()

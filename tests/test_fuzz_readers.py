@@ -22,20 +22,40 @@ from pathlib import Path
 import lmdb
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sources import shapes, write_cifar, write_cnclip, write_coco, write_imagefolder, write_karpathy
 
 from clipeval.cli import main
-from sources import write_cifar, write_cnclip, write_coco, write_imagefolder, write_karpathy, shapes
 
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Values a field may be given instead of the right one: wrong types, numbers
 # past every integer type, non-finite numbers, text where ids belong.
-HOSTILE_VALUES = st.sampled_from([
-    None, True, False, -1, 0, 2**63, -2**63 - 1, 10**30, 1.5, 1e308, "1", "", "\u00e9\u0000", [], [1, "a"], {},
-    {"a": [None]}, [[0.5] * 3], "NaN",
-])
+HOSTILE_VALUES = st.sampled_from(
+    [
+        None,
+        True,
+        False,
+        -1,
+        0,
+        2**63,
+        -(2**63) - 1,
+        10**30,
+        1.5,
+        1e308,
+        "1",
+        "",
+        "\u00e9\u0000",
+        [],
+        [1, "a"],
+        {},
+        {"a": [None]},
+        [[0.5] * 3],
+        "NaN",
+    ]
+)
 
 
 def run(argv):
@@ -75,7 +95,9 @@ def mutate_json_value(data, document):
         # JSON allows a repeated key: the text holds both, a reader sees one of them.
         key, original, marker = path[-1], parent[path[-1]], "\u0000repeated\u0000"
         parent[key] = marker
-        repeated = f"{json.dumps(key)}: {json.dumps(data.draw(HOSTILE_VALUES))}, {json.dumps(key)}: {json.dumps(original)}"
+        repeated = (
+            f"{json.dumps(key)}: {json.dumps(data.draw(HOSTILE_VALUES))}, {json.dumps(key)}: {json.dumps(original)}"
+        )
         return json.dumps(document).replace(f"{json.dumps(key)}: {json.dumps(marker)}", repeated, 1)
     else:
         parent[path[-1]] = data.draw(HOSTILE_VALUES)
@@ -84,18 +106,22 @@ def mutate_json_value(data, document):
 
 def mutate(data, raw: bytes, kind: str) -> tuple[bytes, bool]:
     """(mutated bytes, whether a reader should see the same content); kind: jsonl, json, text or binary."""
-    action = data.draw(st.sampled_from({
-        "jsonl": ["flip", "truncate", "insert", "encoding", "blank", "duplicate_line", "drop_line", "value"],
-        "json": ["flip", "truncate", "insert", "encoding", "value"],
-        "text": ["flip", "truncate", "insert", "encoding", "blank", "duplicate_line", "drop_line"],
-        "binary": ["flip", "truncate", "insert"],
-    }[kind]))
+    action = data.draw(
+        st.sampled_from(
+            {
+                "jsonl": ["flip", "truncate", "insert", "encoding", "blank", "duplicate_line", "drop_line", "value"],
+                "json": ["flip", "truncate", "insert", "encoding", "value"],
+                "text": ["flip", "truncate", "insert", "encoding", "blank", "duplicate_line", "drop_line"],
+                "binary": ["flip", "truncate", "insert"],
+            }[kind]
+        )
+    )
     lines = raw.splitlines(keepends=True)
     if action == "flip":
         position = data.draw(st.integers(0, len(raw) - 1))
-        return raw[:position] + bytes([raw[position] ^ 1 << data.draw(st.integers(0, 7))]) + raw[position + 1:], False
+        return raw[:position] + bytes([raw[position] ^ 1 << data.draw(st.integers(0, 7))]) + raw[position + 1 :], False
     if action == "truncate":
-        return raw[:data.draw(st.integers(0, len(raw) - 1))], False
+        return raw[: data.draw(st.integers(0, len(raw) - 1))], False
     if action == "insert":
         position = data.draw(st.integers(0, len(raw)))
         return raw[:position] + data.draw(st.binary(min_size=1, max_size=12)) + raw[position:], False
@@ -103,9 +129,10 @@ def mutate(data, raw: bytes, kind: str) -> tuple[bytes, bool]:
         # Latin-1 and UTF-16 where UTF-8 is expected, or a lone continuation byte.
         index = data.draw(st.integers(0, len(lines) - 1))
         line = lines[index].decode("utf-8", "replace")
-        encoded = data.draw(st.sampled_from([line.encode("latin-1", "replace"), line.encode("utf-16"),
-                                             b"\x80" + lines[index]]))
-        return b"".join([*lines[:index], encoded, *lines[index + 1:]]), False
+        encoded = data.draw(
+            st.sampled_from([line.encode("latin-1", "replace"), line.encode("utf-16"), b"\x80" + lines[index]])
+        )
+        return b"".join([*lines[:index], encoded, *lines[index + 1 :]]), False
     if action == "blank":
         index = data.draw(st.integers(0, len(lines)))
         blank = data.draw(st.sampled_from([b"\n", b"  \n", b"\r\n"]))
@@ -114,12 +141,12 @@ def mutate(data, raw: bytes, kind: str) -> tuple[bytes, bool]:
         return b"".join([*lines[:index], blank, *lines[index:]]), kind == "jsonl"
     if action in ("duplicate_line", "drop_line"):
         index = data.draw(st.integers(0, len(lines) - 1))
-        kept = lines[index:index + 1] * (2 if action == "duplicate_line" else 0)
-        return b"".join([*lines[:index], *kept, *lines[index + 1:]]), False
+        kept = lines[index : index + 1] * (2 if action == "duplicate_line" else 0)
+        return b"".join([*lines[:index], *kept, *lines[index + 1 :]]), False
     if kind == "jsonl":
         index = data.draw(st.integers(0, len(lines) - 1))
         changed = mutate_json_value(data, json.loads(lines[index])).encode() + b"\n"
-        return b"".join([*lines[:index], changed, *lines[index + 1:]]), False
+        return b"".join([*lines[:index], changed, *lines[index + 1 :]]), False
     return mutate_json_value(data, json.loads(raw)).encode(), False
 
 
@@ -139,8 +166,9 @@ def check_outcome(status, stderr, inputs: list[Path], outputs: list[Path]):
     assert named, f"no input file named: {stderr}"
     for path in outputs:
         leftovers = [p.name for p in path.parent.iterdir()] if path.parent.exists() else []
-        assert not path.exists() and not [name for name in leftovers if name.startswith(f".{path.name}")], \
+        assert not path.exists() and not [name for name in leftovers if name.startswith(f".{path.name}")], (
             f"partial output beside {path}: {leftovers}"
+        )
     return False
 
 
@@ -177,8 +205,9 @@ class Case:
     def inputs(self, root):
         """Every file the command may read, as the command names them."""
         named = [arg[1:] for arg in self.argv if arg.startswith("@") and arg[1:] not in self.outputs]
-        inside = [str(path.relative_to(root)) for name in named if (root / name).is_dir()
-                  for path in (root / name).rglob("*")]
+        inside = [
+            str(path.relative_to(root)) for name in named if (root / name).is_dir() for path in (root / name).rglob("*")
+        ]
         return [Path(name) for name in {*named, *inside, *self.mutable}]
 
     def fuzz(self, data):
@@ -209,19 +238,32 @@ def features_lines(key, ids, dimension, seed):
 
 def build_retrieval_files(root):
     images, texts = [3 * k + 1 for k in range(12)], list(range(100, 124))
-    (root / "texts.jsonl").write_text("".join(
-        json.dumps({"text_id": t, "text": f"caption {t}", "image_ids": [images[k // 2]]}) + "\n"
-        for k, t in enumerate(texts)))
+    (root / "texts.jsonl").write_text(
+        "".join(
+            json.dumps({"text_id": t, "text": f"caption {t}", "image_ids": [images[k // 2]]}) + "\n"
+            for k, t in enumerate(texts)
+        )
+    )
     (root / "images.jsonl").write_text(features_lines("image_id", images, 8, 0))
     (root / "text-features.jsonl").write_text(features_lines("text_id", texts, 8, 1))
-    (root / "i2t-truth.jsonl").write_text("".join(
-        json.dumps({"image_id": i, "text_ids": [texts[2 * k], texts[2 * k + 1]]}) + "\n" for k, i in enumerate(images)))
-    (root / "i2t.jsonl").write_text("".join(
-        json.dumps({"image_id": i, "text_ids": [texts[(2 * k + s) % 24] for s in range(10)]}) + "\n"
-        for k, i in enumerate(images)))
-    (root / "t2i.jsonl").write_text("".join(
-        json.dumps({"text_id": t, "image_ids": [images[(k + s) % 12] for s in range(10)]}) + "\n"
-        for k, t in enumerate(texts)))
+    (root / "i2t-truth.jsonl").write_text(
+        "".join(
+            json.dumps({"image_id": i, "text_ids": [texts[2 * k], texts[2 * k + 1]]}) + "\n"
+            for k, i in enumerate(images)
+        )
+    )
+    (root / "i2t.jsonl").write_text(
+        "".join(
+            json.dumps({"image_id": i, "text_ids": [texts[(2 * k + s) % 24] for s in range(10)]}) + "\n"
+            for k, i in enumerate(images)
+        )
+    )
+    (root / "t2i.jsonl").write_text(
+        "".join(
+            json.dumps({"text_id": t, "image_ids": [images[(k + s) % 12] for s in range(10)]}) + "\n"
+            for k, t in enumerate(texts)
+        )
+    )
 
 
 def build_cnclip(root):
@@ -243,8 +285,13 @@ def build_imagefolder(root):
 def build_cifar(root):
     rows = shapes(4, 3)
     pixels = np.zeros((4, 32, 32, 3), np.uint8) + np.arange(4, dtype=np.uint8)[:, None, None, None]
-    write_cifar(root / "cifar", "cifar10", pixels, [label for *_, label in rows],
-                ["circle", "square", "triangle", "star", "cross", "ring"])
+    write_cifar(
+        root / "cifar",
+        "cifar10",
+        pixels,
+        [label for *_, label in rows],
+        ["circle", "square", "triangle", "star", "cross", "ring"],
+    )
     (root / "templates.txt").write_text("a {}\n")
 
 
@@ -258,43 +305,111 @@ def build_classification(root):
 # Each reader: the command that reads it, over valid inputs, and the files mutated.
 CASES = {
     "features (make-topk-predictions)": Case(
-        build_retrieval_files, {"images.jsonl": "jsonl", "text-features.jsonl": "jsonl"},
-        ["make-topk-predictions", "--image-feats", "@images.jsonl", "--text-feats", "@text-features.jsonl",
-         "--top-k", "3", "--direction", "t2i", "--output", "@out.jsonl"], ["out.jsonl"]),
+        build_retrieval_files,
+        {"images.jsonl": "jsonl", "text-features.jsonl": "jsonl"},
+        [
+            "make-topk-predictions",
+            "--image-feats",
+            "@images.jsonl",
+            "--text-feats",
+            "@text-features.jsonl",
+            "--top-k",
+            "3",
+            "--direction",
+            "t2i",
+            "--output",
+            "@out.jsonl",
+        ],
+        ["out.jsonl"],
+    ),
     "feature shards (gather-features)": Case(
-        build_retrieval_files, {"images.jsonl": "jsonl"},
-        ["gather-features", "@images.jsonl", "--output", "@out.jsonl"], ["out.jsonl"]),
+        build_retrieval_files,
+        {"images.jsonl": "jsonl"},
+        ["gather-features", "@images.jsonl", "--output", "@out.jsonl"],
+        ["out.jsonl"],
+    ),
     "texts and predictions (evaluate)": Case(
-        build_retrieval_files, {"texts.jsonl": "jsonl", "t2i.jsonl": "jsonl"},
-        ["evaluate", "@texts.jsonl", "@t2i.jsonl", "@out.json"], ["out.json"]),
+        build_retrieval_files,
+        {"texts.jsonl": "jsonl", "t2i.jsonl": "jsonl"},
+        ["evaluate", "@texts.jsonl", "@t2i.jsonl", "@out.json"],
+        ["out.json"],
+    ),
     "image-to-text truth and predictions (evaluate --direction i2t)": Case(
-        build_retrieval_files, {"i2t-truth.jsonl": "jsonl", "i2t.jsonl": "jsonl"},
-        ["evaluate", "--direction", "i2t", "@i2t-truth.jsonl", "@i2t.jsonl", "@out.json"], ["out.json"]),
+        build_retrieval_files,
+        {"i2t-truth.jsonl": "jsonl", "i2t.jsonl": "jsonl"},
+        ["evaluate", "--direction", "i2t", "@i2t-truth.jsonl", "@i2t.jsonl", "@out.json"],
+        ["out.json"],
+    ),
     "Chinese-CLIP tsv and texts (prepare cnclip)": Case(
-        build_cnclip, {"cn_imgs.tsv": "text", "cn_texts.jsonl": "jsonl"},
-        ["prepare", "cnclip", "--images", "@cn_imgs.tsv", "--texts", "@cn_texts.jsonl", "--out", "@out"], ["out"]),
+        build_cnclip,
+        {"cn_imgs.tsv": "text", "cn_texts.jsonl": "jsonl"},
+        ["prepare", "cnclip", "--images", "@cn_imgs.tsv", "--texts", "@cn_texts.jsonl", "--out", "@out"],
+        ["out"],
+    ),
     "Karpathy annotations (prepare karpathy)": Case(
-        build_karpathy, {"dataset_flickr30k.json": "json", "flickr30k-images/7000.png": "binary"},
-        ["prepare", "karpathy", "--annotations", "@dataset_flickr30k.json", "--images", "@flickr30k-images",
-         "--out", "@out"], ["out"]),
+        build_karpathy,
+        {"dataset_flickr30k.json": "json", "flickr30k-images/7000.png": "binary"},
+        [
+            "prepare",
+            "karpathy",
+            "--annotations",
+            "@dataset_flickr30k.json",
+            "--images",
+            "@flickr30k-images",
+            "--out",
+            "@out",
+        ],
+        ["out"],
+    ),
     "COCO annotations (prepare coco)": Case(
-        build_coco, {"captions_val2017.json": "json"},
+        build_coco,
+        {"captions_val2017.json": "json"},
         ["prepare", "coco", "--annotations", "@captions_val2017.json", "--images", "@val2017", "--out", "@out"],
-        ["out"]),
+        ["out"],
+    ),
     "image folders, class names, templates (prepare imagefolder)": Case(
-        build_imagefolder, {"classnames.txt": "text", "templates.txt": "text", "val/circle/0001.png": "binary"},
-        ["prepare", "imagefolder", "--images", "@val", "--classnames", "@classnames.txt",
-         "--templates", "@templates.txt", "--out", "@out"], ["out"]),
+        build_imagefolder,
+        {"classnames.txt": "text", "templates.txt": "text", "val/circle/0001.png": "binary"},
+        [
+            "prepare",
+            "imagefolder",
+            "--images",
+            "@val",
+            "--classnames",
+            "@classnames.txt",
+            "--templates",
+            "@templates.txt",
+            "--out",
+            "@out",
+        ],
+        ["out"],
+    ),
     "CIFAR batches (prepare cifar)": Case(
-        build_cifar, {"cifar/test_batch": "binary", "cifar/batches.meta": "binary", "templates.txt": "text"},
+        build_cifar,
+        {"cifar/test_batch": "binary", "cifar/batches.meta": "binary", "templates.txt": "text"},
         ["prepare", "cifar", "--batch", "@cifar/test_batch", "--templates", "@templates.txt", "--out", "@out"],
-        ["out"]),
+        ["out"],
+    ),
     "labels, classes, features (score-classification)": Case(
-        build_classification, {"images.jsonl": "jsonl", "classes.jsonl": "jsonl", "labels.jsonl": "jsonl",
-                         "classes.json": "json"},
-        ["score-classification", "--image-feats", "@images.jsonl", "--class-feats", "@classes.jsonl",
-         "--labels", "@labels.jsonl", "--classes", "@classes.json", "--bootstrap", "0", "--output", "@out.json"],
-        ["out.json"]),
+        build_classification,
+        {"images.jsonl": "jsonl", "classes.jsonl": "jsonl", "labels.jsonl": "jsonl", "classes.json": "json"},
+        [
+            "score-classification",
+            "--image-feats",
+            "@images.jsonl",
+            "--class-feats",
+            "@classes.jsonl",
+            "--labels",
+            "@labels.jsonl",
+            "--classes",
+            "@classes.json",
+            "--bootstrap",
+            "0",
+            "--output",
+            "@out.json",
+        ],
+        ["out.json"],
+    ),
 }
 
 
@@ -333,17 +448,24 @@ def test_a_mutated_image_lmdb_gives_the_right_result_or_one_line_naming_it(data)
         if action == "value":
             entries[key] = mutate(data, entries[key], "binary")[0]
         elif action == "rename":
-            entries[data.draw(st.sampled_from([b"-1", b"05", b" 7", b"1e3", b"99999999999999999999999", b"x",
-                                               b"\xff", b"num_images "]))] = entries.pop(key)
+            entries[
+                data.draw(
+                    st.sampled_from(
+                        [b"-1", b"05", b" 7", b"1e3", b"99999999999999999999999", b"x", b"\xff", b"num_images "]
+                    )
+                )
+            ] = entries.pop(key)
         elif action == "remove":
             del entries[key]
         else:
             entries[data.draw(st.sampled_from([b"600000", b"num_images", b"0"]))] = data.draw(
-                st.sampled_from([b"", b"not base64!", b"aGVsbG8=", b"-3", entries[key]]))
+                st.sampled_from([b"", b"not base64!", b"aGVsbG8=", b"-3", entries[key]])
+            )
         write_lmdb(root / "imgs.lmdb", entries)
         with contextlib.chdir(root):
-            status, _, stderr = run(["prepare", "cnclip", "--images", "imgs.lmdb", "--texts", texts.name,
-                                     "--out", "out"])
+            status, _, stderr = run(
+                ["prepare", "cnclip", "--images", "imgs.lmdb", "--texts", texts.name, "--out", "out"]
+            )
         check_outcome(status, stderr, [Path("imgs.lmdb"), Path(texts.name)], [root / "out"])
     finally:
         shutil.rmtree(root)
@@ -354,14 +476,17 @@ def test_a_mutated_image_lmdb_gives_the_right_result_or_one_line_naming_it(data)
 def test_a_mutated_config_gets_one_line_naming_the_key_or_passes_the_schema(data):
     """The config check (config_errors.py) over the default config and an example with every kind of section."""
     import yaml
+    from conftest import REPO
 
     from clipeval.config_errors import config_error
     from clipeval.data.sources import format_names
-    from conftest import REPO
 
     schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())
-    path = data.draw(st.sampled_from(["config/config.yaml", "config/examples/precomputed-features.yaml",
-                                      "config/examples/imagenet-1k-val.yaml"]))
+    path = data.draw(
+        st.sampled_from(
+            ["config/config.yaml", "config/examples/precomputed-features.yaml", "config/examples/imagenet-1k-val.yaml"]
+        )
+    )
     raw = (REPO / path).read_bytes()
     if data.draw(st.booleans()):
         mutated = mutate(data, raw, "binary")[0]  # the YAML text: flipped, cut, inserted bytes
@@ -386,7 +511,6 @@ def test_a_mutated_config_stops_snakemake_with_a_config_error_or_plans(data):
     """The whole check as Snakemake runs it (schema, the checks across sections, the files named), a few times:
     each dry run takes seconds."""
     import yaml
-
     from conftest import REPO
     from snakemake_runner import copy_workflow, snakemake
 

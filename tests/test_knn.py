@@ -6,22 +6,24 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from near_ties import near_duplicates, unit_rows
 
-from clipeval.errors import ClipevalError
-from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.devices import gpu_number
+from clipeval.errors import ClipevalError
 from clipeval.retrieval import topk
+from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_scores, exact_table_scores
 from clipeval.retrieval.topk import FaissSearch, Searcher, prediction_rows, top_k
-from near_ties import near_duplicates, unit_rows
 
 
 def reference_top_k(queries, gallery, gallery_ids, k):
     """Brute force in plain Python: exact float64 scores, descending, then ascending id."""
     result = []
     for query in queries.astype(np.float64):
-        scored = [(float(sum(float(a) * float(b) for a, b in zip(query, item))), int(i))
-                  for item, i in zip(gallery.astype(np.float64), gallery_ids)]
+        scored = [
+            (float(sum(float(a) * float(b) for a, b in zip(query, item))), int(i))
+            for item, i in zip(gallery.astype(np.float64), gallery_ids)
+        ]
         scored.sort(key=lambda pair: (-pair[0], pair[1]))
         result.append([i for _, i in scored[:k]])
     return result
@@ -92,8 +94,7 @@ TABLE_PADDINGS = [0, 2, 10**9]
     duplicates=st.integers(0, 300),
     seed=st.integers(0, 10_000),
 )
-def test_both_searches_give_the_ranking_rule_s_top_k_on_larger_galleries(padding, n_gallery, dim, k, duplicates,
-                                                                         seed):
+def test_both_searches_give_the_ranking_rule_s_top_k_on_larger_galleries(padding, n_gallery, dim, k, duplicates, seed):
     rng = np.random.default_rng(seed)
     gallery, gallery_ids = gallery_with_duplicates(rng, n_gallery, dim, duplicates)
     queries = np.concatenate([unit_rows(rng, 20, dim), gallery[:5]])
@@ -132,8 +133,13 @@ def test_pair_scores_are_the_bits_of_exact_scores(n_pairs, dim, step, seed):
 
 
 @settings(max_examples=50, deadline=None)
-@given(n_queries=st.integers(0, 40), width=st.integers(0, 12), dim=st.integers(1, 600), step=st.integers(1, 20),
-       seed=st.integers(0, 10_000))
+@given(
+    n_queries=st.integers(0, 40),
+    width=st.integers(0, 12),
+    dim=st.integers(1, 600),
+    step=st.integers(1, 20),
+    seed=st.integers(0, 10_000),
+)
 def test_table_scores_are_the_bits_of_exact_scores(n_queries, width, dim, step, seed):
     rng = np.random.default_rng(seed)
     queries, gallery = unit_rows(rng, n_queries, dim), unit_rows(rng, 11, dim)
@@ -204,14 +210,18 @@ class ClockedSearch:
 # 100 queries; numpy's block is 7 queries, FAISS's 30. numpy is timed on the whole of its first block, FAISS
 # on the next max(timed queries, 7) queries, the first quarter untimed (a call of its own, which the clock's
 # seconds do not reach); the search kept takes the rest in its own blocks.
-@pytest.mark.parametrize("timed_queries, faiss_seconds, kept, blocks", [
-    (12, 0.5, "faiss", {"numpy": [7], "faiss": [3, 9, 30, 30, 21]}),
-    (12, 2.0, "numpy", {"numpy": [7] * 12 + [4], "faiss": [3, 9]}),
-    (5, 0.5, "faiss", {"numpy": [7], "faiss": [1, 6, 30, 30, 26]}),  # never on fewer queries than numpy
-    (50, 0.5, "faiss", {"numpy": [7], "faiss": [7, 23, 30, 30, 3]}),  # nor on more than its own block
-])
+@pytest.mark.parametrize(
+    "timed_queries, faiss_seconds, kept, blocks",
+    [
+        (12, 0.5, "faiss", {"numpy": [7], "faiss": [3, 9, 30, 30, 21]}),
+        (12, 2.0, "numpy", {"numpy": [7] * 12 + [4], "faiss": [3, 9]}),
+        (5, 0.5, "faiss", {"numpy": [7], "faiss": [1, 6, 30, 30, 26]}),  # never on fewer queries than numpy
+        (50, 0.5, "faiss", {"numpy": [7], "faiss": [7, 23, 30, 30, 3]}),  # nor on more than its own block
+    ],
+)
 def test_auto_times_each_search_on_a_block_of_its_own_and_keeps_the_faster_per_query(
-        monkeypatch, timed_queries, faiss_seconds, kept, blocks):
+    monkeypatch, timed_queries, faiss_seconds, kept, blocks
+):
     rng = np.random.default_rng(3)
     gallery, gallery_ids = gallery_with_duplicates(rng, 300, 16, 30)
     queries = unit_rows(rng, 100, 16)
@@ -311,10 +321,10 @@ class StandInGpuIndex:
 DEEPEST_K_ON_THE_GPU = topk._GPU_MAX_K - topk._EXTRA_FETCHED
 
 
-@pytest.mark.parametrize("k, answered_by_the_index", [(10, True), (DEEPEST_K_ON_THE_GPU, True),
-                                                       (DEEPEST_K_ON_THE_GPU + 1, False)])
-def test_the_gpu_branch_ranks_its_index_s_candidates_and_leaves_deeper_searches_to_the_cpu(k,
-                                                                                           answered_by_the_index):
+@pytest.mark.parametrize(
+    "k, answered_by_the_index", [(10, True), (DEEPEST_K_ON_THE_GPU, True), (DEEPEST_K_ON_THE_GPU + 1, False)]
+)
+def test_the_gpu_branch_ranks_its_index_s_candidates_and_leaves_deeper_searches_to_the_cpu(k, answered_by_the_index):
     rng = np.random.default_rng(3)
     gallery, gallery_ids = gallery_with_duplicates(rng, topk._GPU_MAX_K + 300, 4, 400)
     queries = np.concatenate([unit_rows(rng, 6, 4), gallery[:2]])
@@ -357,10 +367,28 @@ def test_knn_without_a_faiss_build_says_which_to_install(tmp_path):
     write_features(tmp_path / "images.jsonl", "image_id", np.array([1, 2]), np.eye(2, dtype=np.float32))
     write_features(tmp_path / "texts.jsonl", "text_id", np.array([7]), np.eye(2, dtype=np.float32)[:1])
     result = subprocess.run(
-        [sys.executable, "-m", "clipeval", "make-topk-predictions", "--image-feats", tmp_path / "images.jsonl",
-         "--text-feats", tmp_path / "texts.jsonl", "--direction", "t2i", "--output", tmp_path / "t2i.jsonl"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(hidden.parent)})
-    assert (result.returncode, result.stderr) == (1, "clipeval: error: knn needs FAISS, and no FAISS build is"
-                                                     " installed: pip install 'clipeval[cpu]', or 'clipeval[gpu]'"
-                                                     " on a CUDA host\n")
+        [
+            sys.executable,
+            "-m",
+            "clipeval",
+            "make-topk-predictions",
+            "--image-feats",
+            tmp_path / "images.jsonl",
+            "--text-feats",
+            tmp_path / "texts.jsonl",
+            "--direction",
+            "t2i",
+            "--output",
+            tmp_path / "t2i.jsonl",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(hidden.parent)},
+    )
+    assert (result.returncode, result.stderr) == (
+        1,
+        "clipeval: error: knn needs FAISS, and no FAISS build is"
+        " installed: pip install 'clipeval[cpu]', or 'clipeval[gpu]'"
+        " on a CUDA host\n",
+    )
     assert not (tmp_path / "t2i.jsonl").exists()

@@ -48,16 +48,21 @@ def test_big_vision_weights_for_a_model_without_big_vision_towers(tmp_path):
     np.savez(path, **{"params/img/embedding/kernel": np.zeros((16, 16, 3, 8), np.float32)})
     with pytest.raises(ClipevalError) as error:
         build_model("clipeval-tiny", str(path))
-    assert str(error.value) == (f"{path}: weights do not fit arch 'clipeval-tiny': open_clip loads .npz (big_vision)"
-                                " weights only into SigLIP-style models ('ModifiedResNet' object has no attribute"
-                                " 'trunk')")
+    assert str(error.value) == (
+        f"{path}: weights do not fit arch 'clipeval-tiny': open_clip loads .npz (big_vision)"
+        " weights only into SigLIP-style models ('ModifiedResNet' object has no attribute"
+        " 'trunk')"
+    )
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"not a zip archive", "not a loadable checkpoint (BadZipFile)"),
-    (None, "not a loadable checkpoint (ValueError)"),
-    ({"params/b": [{"code": "anything"}]}, "array params/b.npy holds Python objects, not weights"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"not a zip archive", "not a loadable checkpoint (BadZipFile)"),
+        (None, "not a loadable checkpoint (ValueError)"),
+        ({"params/b": [{"code": "anything"}]}, "array params/b.npy holds Python objects, not weights"),
+    ],
+)
 def test_an_npz_that_is_not_weights_is_refused_before_open_clip_reads_it(tmp_path, content, message):
     import numpy as np
 
@@ -74,7 +79,9 @@ def test_an_npz_that_is_not_weights_is_refused_before_open_clip_reads_it(tmp_pat
 def test_weights_identity(tiny_checkpoint):
     import hashlib
 
-    assert weights_identity(str(tiny_checkpoint)) == "sha256:" + hashlib.sha256(tiny_checkpoint.read_bytes()).hexdigest()
+    assert (
+        weights_identity(str(tiny_checkpoint)) == "sha256:" + hashlib.sha256(tiny_checkpoint.read_bytes()).hexdigest()
+    )
     assert weights_identity("openai") == "open_clip-tag:openai"
 
 
@@ -99,7 +106,9 @@ def test_contrastive_loss_matches_hand_computation():
 
 def test_training_lowers_the_loss_and_saves_an_open_clip_checkpoint(tmp_path, shapes_dataset):
     output = tmp_path / "model" / "checkpoint.pt"
-    losses = train_clip("clipeval-tiny", shapes_dataset, output, epochs=3, batch_size=20, lr=2e-3, seed=0, log=lambda _: None)
+    losses = train_clip(
+        "clipeval-tiny", shapes_dataset, output, epochs=3, batch_size=20, lr=2e-3, seed=0, log=lambda _: None
+    )
     assert losses[-1] < losses[0]
     assert sorted(p.name for p in output.parent.iterdir()) == ["checkpoint.pt"]
     model, _, preprocess = open_clip.create_model_and_transforms("clipeval-tiny", pretrained=str(output))
@@ -110,7 +119,16 @@ def test_training_lowers_the_loss_and_saves_an_open_clip_checkpoint(tmp_path, sh
 
 def test_training_is_deterministic(tmp_path, shapes_dataset):
     for name in ("a.pt", "b.pt"):
-        train_clip("clipeval-tiny", shapes_dataset, tmp_path / name, epochs=1, batch_size=20, lr=1e-3, seed=3, log=lambda _: None)
+        train_clip(
+            "clipeval-tiny",
+            shapes_dataset,
+            tmp_path / name,
+            epochs=1,
+            batch_size=20,
+            lr=1e-3,
+            seed=3,
+            log=lambda _: None,
+        )
     a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -4,7 +4,6 @@ import multiprocessing
 import time
 
 import pytest
-
 from once_per_session import build_once, result_digests
 
 

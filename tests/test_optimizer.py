@@ -11,11 +11,13 @@ def test_the_square_root_is_the_correctly_rounded_one():
     # Reference: the float64 square root rounded to float32 is the correctly
     # rounded float32 square root (53 >= 2 * 24 + 2 bits, so rounding twice is harmless).
     rng = np.random.default_rng(0)
-    values = np.concatenate([
-        rng.random(100_005, dtype=np.float32) * np.float32(1e-3),
-        rng.random(10_000, dtype=np.float32) * np.float32(1e30),
-        np.array([0.0, 1e-45, 1.1754942e-38, 1.0, 4.0, 3.4028235e38], dtype=np.float32),
-    ]).reshape(11, -1)
+    values = np.concatenate(
+        [
+            rng.random(100_005, dtype=np.float32) * np.float32(1e-3),
+            rng.random(10_000, dtype=np.float32) * np.float32(1e30),
+            np.array([0.0, 1e-45, 1.1754942e-38, 1.0, 4.0, 3.4028235e38], dtype=np.float32),
+        ]
+    ).reshape(11, -1)
     expected = np.sqrt(values.astype(np.float64)).astype(np.float32)
     got = correctly_rounded_sqrt(torch.from_numpy(values))
     assert got.shape == (11, 10_001) and got.dtype == torch.float32

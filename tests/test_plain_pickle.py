@@ -6,15 +6,20 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sources import object_array_as_shape_pickle, python2_pickle
 
 from clipeval.data.plain_pickle import load_plain_pickle
 from clipeval.errors import ClipevalError
 
-from sources import object_array_as_shape_pickle, python2_pickle
-
 PIXELS = np.arange(2 * 3072, dtype=np.uint8).reshape(2, 3072)
-BATCH = {b"batch_label": b"testing batch 1 of 1", b"labels": [3, 7], b"data": PIXELS, b"filenames": [b"a.png", b"b.png"]}
+BATCH = {
+    b"batch_label": b"testing batch 1 of 1",
+    b"labels": [3, 7],
+    b"data": PIXELS,
+    b"filenames": [b"a.png", b"b.png"],
+}
 
 
 def read(raw):
@@ -25,7 +30,9 @@ def same(first, second):
     if isinstance(first, np.ndarray):
         return isinstance(second, np.ndarray) and first.dtype == second.dtype and np.array_equal(first, second)
     if isinstance(first, dict):
-        return isinstance(second, dict) and first.keys() == second.keys() and all(same(first[k], second[k]) for k in first)
+        return (
+            isinstance(second, dict) and first.keys() == second.keys() and all(same(first[k], second[k]) for k in first)
+        )
     if isinstance(first, (list, tuple)):
         return type(first) is type(second) and len(first) == len(second) and all(map(same, first, second))
     return type(first) is type(second) and first == second
@@ -34,9 +41,15 @@ def same(first, second):
 # Python 3 writes bytes under protocols 0-2 as calls of _codecs.encode, which
 # is refused; CIFAR's files come from Python 2 (BINSTRING) and newer ones use
 # protocol 3 and up (BINBYTES).
-@pytest.mark.parametrize("raw", [python2_pickle(BATCH), pickle.dumps(BATCH, protocol=4),
-                                 pickle.dumps({"t": (1, -2.5, None, True), "n": [[], {}], "big": 2**70}, protocol=4)],
-                         ids=["python2", "protocol4", "plain"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        python2_pickle(BATCH),
+        pickle.dumps(BATCH, protocol=4),
+        pickle.dumps({"t": (1, -2.5, None, True), "n": [[], {}], "big": 2**70}, protocol=4),
+    ],
+    ids=["python2", "protocol4", "plain"],
+)
 def test_plain_data_reads_as_pickle_would(raw):
     assert same(read(raw), pickle.loads(raw, encoding="bytes"))
 
@@ -54,17 +67,24 @@ def refusal(raw):
 
 def test_the_forged_pointer_batch_is_refused():
     assert refusal(object_array_as_shape_pickle()) == (
-        "batch: numpy dtype b'O8', not uint8: a dataset pickle may hold plain data only")
+        "batch: numpy dtype b'O8', not uint8: a dataset pickle may hold plain data only"
+    )
 
 
-@pytest.mark.parametrize("value, message", [
-    (np.zeros(3, dtype=np.int64), "numpy dtype 'i8', not uint8"),
-    (np.zeros(3, dtype=object), "numpy dtype 'O8', not uint8"),
-    (np.asfortranarray(np.zeros((2, 2), dtype=np.uint8)), "an array other than a C-ordered uint8 array with its bytes"),
-    (io.BytesIO(), "refusing to load _io.BytesIO"),
-    (range(3), "refusing to load __builtin__.xrange"),
-    ({1, 2}, "refusing to load __builtin__.set"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.zeros(3, dtype=np.int64), "numpy dtype 'i8', not uint8"),
+        (np.zeros(3, dtype=object), "numpy dtype 'O8', not uint8"),
+        (
+            np.asfortranarray(np.zeros((2, 2), dtype=np.uint8)),
+            "an array other than a C-ordered uint8 array with its bytes",
+        ),
+        (io.BytesIO(), "refusing to load _io.BytesIO"),
+        (range(3), "refusing to load __builtin__.xrange"),
+        ({1, 2}, "refusing to load __builtin__.set"),
+    ],
+)
 def test_anything_but_plain_data_is_refused(value, message):
     assert refusal(python2_pickle({b"data": value})) == f"batch: {message}: a dataset pickle may hold plain data only"
 
@@ -73,13 +93,17 @@ def test_bytes_that_do_not_match_the_shape_are_refused():
     raw = python2_pickle({b"data": np.zeros((2, 4), dtype=np.uint8)})
     assert raw.count(b"K\x02K\x04\x86") == 1
     assert refusal(raw.replace(b"K\x02K\x04\x86", b"K\x03K\x04\x86")) == (
-        "batch: an array of shape (3, 4) with 8 bytes: a dataset pickle may hold plain data only")
+        "batch: an array of shape (3, 4) with 8 bytes: a dataset pickle may hold plain data only"
+    )
 
 
 def test_a_list_that_holds_itself_is_refused():
     looped = []
     looped.append(looped)
-    assert refusal(python2_pickle(looped)) == "batch: a container that holds itself: a dataset pickle may hold plain data only"
+    assert (
+        refusal(python2_pickle(looped))
+        == "batch: a container that holds itself: a dataset pickle may hold plain data only"
+    )
 
 
 def test_a_truncated_pickle_is_an_error_not_a_result():
@@ -105,8 +129,17 @@ def test_no_mutation_of_a_valid_batch_crashes_the_reader(data):
             raw[position:position] = data.draw(st.binary(min_size=1, max_size=8))
     try:
         loaded = read(bytes(raw))
-    except (ClipevalError, ValueError, KeyError, IndexError, TypeError, EOFError, UnicodeDecodeError, OverflowError,
-            RecursionError):
+    except (
+        ClipevalError,
+        ValueError,
+        KeyError,
+        IndexError,
+        TypeError,
+        EOFError,
+        UnicodeDecodeError,
+        OverflowError,
+        RecursionError,
+    ):
         return
     assert all(not isinstance(item, np.ndarray) or item.dtype == np.uint8 for item in _walk(loaded))
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from near_ties import near_duplicates, unit_rows
 
 from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
@@ -19,13 +20,15 @@ from clipeval.retrieval.metrics import FeatureSet, score_retrieval
 from clipeval.retrieval.ranking_rule import exact_scores
 from clipeval.retrieval.ranks import first_positive_ranks
 from clipeval.statistics.comparison import compare_models
-from near_ties import near_duplicates, unit_rows
 
 
 def captions_from(pairs):
     ids = list(pairs)
-    return Captions(np.array(ids, dtype=np.int64), [f"caption {i}" for i in ids],
-                    [np.array(sorted(set(pairs[i])), dtype=np.int64) for i in ids])
+    return Captions(
+        np.array(ids, dtype=np.int64),
+        [f"caption {i}" for i in ids],
+        [np.array(sorted(set(pairs[i])), dtype=np.int64) for i in ids],
+    )
 
 
 def feature_set(name, features: dict):
@@ -34,12 +37,18 @@ def feature_set(name, features: dict):
 
 
 def score(truth, image_features, text_features, ks=(1, 5, 10), **options):
-    return score_retrieval(captions_from(truth), Path("texts.jsonl"), feature_set("image-features.jsonl", image_features),
-                           feature_set("text-features.jsonl", text_features), list(ks), **options)
+    return score_retrieval(
+        captions_from(truth),
+        Path("texts.jsonl"),
+        feature_set("image-features.jsonl", image_features),
+        feature_set("text-features.jsonl", text_features),
+        list(ks),
+        **options,
+    )
 
 
 def test_hand_computed_ranks_with_a_tie():
-    images = {1: [1, 0], 2: [1, 0], 3: [0, 1]}          # images 1 and 2 are identical
+    images = {1: [1, 0], 2: [1, 0], 3: [0, 1]}  # images 1 and 2 are identical
     texts = {10: [1, 0], 11: [0.6, 0.8], 12: [1, 0]}
     truth = {10: [2], 11: [3], 12: [1]}
     metrics, record = score(truth, images, texts, ks=(1, 2))
@@ -48,10 +57,17 @@ def test_hand_computed_ranks_with_a_tie():
     # i2t: image 1 sees texts 10 and 12 tied; 10 goes first, so its text 12 ranks 2nd.
     assert record["i2t"]["query_ids"] == [1, 2, 3] and record["i2t"]["ranks"] == [2, 1, 1]
     for direction in ("t2i", "i2t"):
-        assert metrics[direction] == pytest.approx({
-            "R@1": 200 / 3, "R@2": 100.0, "R@5": 100.0, "R@10": 100.0,
-            "mean_recall": (200 / 3 + 200) / 3, "mean_rank": 4 / 3, "median_rank": 1.0,
-        })
+        assert metrics[direction] == pytest.approx(
+            {
+                "R@1": 200 / 3,
+                "R@2": 100.0,
+                "R@5": 100.0,
+                "R@10": 100.0,
+                "mean_recall": (200 / 3 + 200) / 3,
+                "mean_rank": 4 / 3,
+                "median_rank": 1.0,
+            }
+        )
     assert metrics["rsum"] == pytest.approx(2 * (200 / 3 + 200))
     assert metrics["mean_recall"] == pytest.approx(metrics["rsum"] / 6)
     assert metrics["counts"]["images"] == 3 and metrics["counts"]["t2i_queries"] == 3
@@ -63,8 +79,10 @@ def reference_ranks(query_features, gallery_features, positives):
     for query, vector in query_features.items():
         if not positives[query]:
             continue
-        order = sorted(gallery_features, key=lambda item: (
-            -sum(Fraction(a) * Fraction(b) for a, b in zip(vector, gallery_features[item])), item))
+        order = sorted(
+            gallery_features,
+            key=lambda item: (-sum(Fraction(a) * Fraction(b) for a, b in zip(vector, gallery_features[item])), item),
+        )
         ranks[query] = 1 + min(order.index(item) for item in positives[query])
     return ranks
 
@@ -126,20 +144,24 @@ def folds_dataset(rng, num_images=2000, captions_per_image=2):
 def test_folds_1k_averages_metrics_computed_within_each_fold():
     image_ids, images, text_ids, owners, texts = folds_dataset(np.random.default_rng(0))
     truth = {int(t): [int(o)] for t, o in zip(text_ids, owners)}
-    metrics, record = score(truth, dict(zip(image_ids.tolist(), images)), dict(zip(text_ids.tolist(), texts)),
-                            protocol="folds-1k")
+    metrics, record = score(
+        truth, dict(zip(image_ids.tolist(), images)), dict(zip(text_ids.tolist(), texts)), protocol="folds-1k"
+    )
     assert metrics["protocol"] == "folds-1k" and metrics["counts"]["folds"] == 2 and len(metrics["folds"]) == 2
     sorted_images = np.sort(image_ids)
     per_fold = []
     for fold in range(2):
-        fold_images = sorted_images[fold * 1000:(fold + 1) * 1000]
+        fold_images = sorted_images[fold * 1000 : (fold + 1) * 1000]
         image_rows = np.searchsorted(image_ids, fold_images, sorter=np.argsort(image_ids))
         image_rows = np.argsort(image_ids)[image_rows]
         text_rows = np.flatnonzero(np.isin(owners, fold_images))
-        t2i = sort_reference_ranks(texts[text_rows], images[image_rows], fold_images,
-                                   [{o} for o in owners[text_rows]])
-        i2t = sort_reference_ranks(images[image_rows], texts[text_rows], text_ids[text_rows],
-                                   [set(text_ids[text_rows][owners[text_rows] == i]) for i in fold_images])
+        t2i = sort_reference_ranks(texts[text_rows], images[image_rows], fold_images, [{o} for o in owners[text_rows]])
+        i2t = sort_reference_ranks(
+            images[image_rows],
+            texts[text_rows],
+            text_ids[text_rows],
+            [set(text_ids[text_rows][owners[text_rows] == i]) for i in fold_images],
+        )
         per_fold.append((t2i, i2t))
         reported = metrics["folds"][fold]
         assert reported["counts"] == {"images": 1000, "texts": 2000}
@@ -159,16 +181,22 @@ def test_folds_need_each_caption_inside_one_fold():
     truth = {int(t): [int(o)] for t, o in zip(text_ids, owners)}
     lowest, highest = int(np.min(image_ids)), int(np.max(image_ids))
     truth[int(text_ids[0])] = [lowest, highest]
-    with pytest.raises(ClipevalError, match=rf"texts\.jsonl: text_id {text_ids[0]} describes images in folds 0 and 1;"
-                                            " folds need each caption's images in one fold"):
+    with pytest.raises(
+        ClipevalError,
+        match=rf"texts\.jsonl: text_id {text_ids[0]} describes images in folds 0 and 1;"
+        " folds need each caption's images in one fold",
+    ):
         score(truth, dict(zip(image_ids.tolist(), images)), dict(zip(text_ids.tolist(), texts)), protocol="folds-1k")
 
 
 def random_retrieval(rng, num_images, noise=1.5):
     image_ids, images, text_ids, owners, texts = folds_dataset(rng, num_images, 1)
     texts = images + rng.normal(scale=noise, size=images.shape)
-    return ({int(t): [int(o)] for t, o in zip(text_ids, owners)},
-            dict(zip(image_ids.tolist(), images.tolist())), dict(zip(text_ids.tolist(), texts.tolist())))
+    return (
+        {int(t): [int(o)] for t, o in zip(text_ids, owners)},
+        dict(zip(image_ids.tolist(), images.tolist())),
+        dict(zip(text_ids.tolist(), texts.tolist())),
+    )
 
 
 def interval_width(metrics, *path):
@@ -189,8 +217,12 @@ def test_bootstrap_intervals_hold_the_estimate_and_shrink_with_more_queries():
             assert interval[0] <= value <= interval[1], path
     for path in (("t2i", "R@1"), ("i2t", "R@10"), ("rsum",), ("mean_recall",)):
         assert interval_width(large, *path) < interval_width(small, *path) / 2, path
-    assert small["bootstrap"] == {"replicates": 300, "seed": 0, "confidence": 95.0,
-                                  "method": "percentile; queries resampled with replacement within each fold"}
+    assert small["bootstrap"] == {
+        "replicates": 300,
+        "seed": 0,
+        "confidence": 95.0,
+        "method": "percentile; queries resampled with replacement within each fold",
+    }
 
 
 def test_bootstrap_is_seeded():
@@ -255,15 +287,17 @@ def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, t
     for seed in range(8):
         rng = np.random.default_rng(seed)
         base = unit_rows(rng, 1, 48)[0]
-        gallery = np.concatenate([near_duplicates(rng, base, 300), np.repeat(base[None], 5, axis=0),
-                                  unit_rows(rng, 200, 48)])
-        gallery_ids = rng.permutation(10 * len(gallery))[:len(gallery)].astype(np.int64)
+        gallery = np.concatenate(
+            [near_duplicates(rng, base, 300), np.repeat(base[None], 5, axis=0), unit_rows(rng, 200, 48)]
+        )
+        gallery_ids = rng.permutation(10 * len(gallery))[: len(gallery)].astype(np.int64)
         queries = np.concatenate([base[None], near_duplicates(rng, base, 6), unit_rows(rng, 4, 48)])
         owner = np.repeat(np.arange(len(queries)), 2)
         positive_rows = rng.integers(0, 305, len(owner))  # near or exact copies of the base
         ranks = first_positive_ranks(queries, gallery, gallery_ids, owner, gallery_ids[positive_rows])
-        expected = sort_reference_ranks(queries, gallery, gallery_ids,
-                                        [gallery_ids[positive_rows[owner == q]] for q in range(len(queries))])
+        expected = sort_reference_ranks(
+            queries, gallery, gallery_ids, [gallery_ids[positive_rows[owner == q]] for q in range(len(queries))]
+        )
         assert np.array_equal(ranks, expected), seed
 
 
@@ -280,14 +314,26 @@ def test_a_tie_alone_in_another_tile_than_the_positive_is_scored_exactly(monkeyp
 
 def test_gallery_smaller_than_k_counts_every_query_found():
     metrics, _ = score({10: [1], 11: [2]}, {1: [1, 0], 2: [0, 1]}, {10: [1, 0], 11: [1, 0]}, ks=(1, 5, 10, 50))
-    assert metrics["t2i"] == pytest.approx({"R@1": 50.0, "R@5": 100.0, "R@10": 100.0, "R@50": 100.0,
-                                            "mean_recall": 250 / 3, "mean_rank": 1.5, "median_rank": 1.5})
+    assert metrics["t2i"] == pytest.approx(
+        {
+            "R@1": 50.0,
+            "R@5": 100.0,
+            "R@10": 100.0,
+            "R@50": 100.0,
+            "mean_recall": 250 / 3,
+            "mean_rank": 1.5,
+            "median_rank": 1.5,
+        }
+    )
 
 
 def test_queries_without_positive_are_listed_or_counted():
     truth, images, texts = {10: [1], 11: [1]}, {1: [1, 0], 2: [0, 1], 3: [1, 1]}, {10: [1, 0], 11: [0, 1]}
-    with pytest.raises(ClipevalError, match=r"^texts\.jsonl: 2 image_id\(s\) have no positive in the gallery: 2, 3 "
-                                            r"\(set metrics\.allow_queries_without_positive to exclude them\)$"):
+    with pytest.raises(
+        ClipevalError,
+        match=r"^texts\.jsonl: 2 image_id\(s\) have no positive in the gallery: 2, 3 "
+        r"\(set metrics\.allow_queries_without_positive to exclude them\)$",
+    ):
         score(truth, images, texts)
     metrics, record = score(truth, images, texts, allow_without_positive=True)
     assert metrics["counts"]["i2t_excluded_without_positive"] == 2 and metrics["counts"]["i2t_queries"] == 1
@@ -301,5 +347,7 @@ def test_features_must_cover_the_captions():
         score({10: [1], 11: [2], 12: [2]}, images, texts)
     with pytest.raises(ClipevalError, match=r"^text-features\.jsonl: text_id 11 is not in texts\.jsonl$"):
         score({10: [1]}, images, texts)
-    with pytest.raises(ClipevalError, match=r"^image-features\.jsonl: no feature for image_id 3, which text_id 11 describes$"):
+    with pytest.raises(
+        ClipevalError, match=r"^image-features\.jsonl: no feature for image_id 3, which text_id 11 describes$"
+    ):
         score({10: [1], 11: [3]}, images, texts)

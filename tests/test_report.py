@@ -5,11 +5,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from clipeval.reporting.failures import confused_pairs, confusion_examples, top_items, worst_queries
 from clipeval.reporting.rank_curves import rank_histogram, recall_curve
-from clipeval.reporting.tables import metric_table, results_page, CLASSIFICATION_COLUMNS
-from conftest import run_cli
+from clipeval.reporting.tables import CLASSIFICATION_COLUMNS, metric_table, results_page
 
 
 def test_recall_curve_is_the_share_of_ranks_within_k_averaged_over_folds():
@@ -24,8 +24,17 @@ def test_recall_curve_is_the_share_of_ranks_within_k_averaged_over_folds():
 
 def test_rank_histogram_bins_cover_every_query_once_up_to_the_worst_rank():
     ranks = np.array([1, 1, 2, 3, 5, 6, 10, 11, 400])
-    assert rank_histogram(ranks, 400) == [(1, 1, 2), (2, 2, 1), (3, 5, 2), (6, 10, 2), (11, 20, 1), (21, 50, 0),
-                                          (51, 100, 0), (101, 200, 0), (201, None, 1)]
+    assert rank_histogram(ranks, 400) == [
+        (1, 1, 2),
+        (2, 2, 1),
+        (3, 5, 2),
+        (6, 10, 2),
+        (11, 20, 1),
+        (21, 50, 0),
+        (51, 100, 0),
+        (101, 200, 0),
+        (201, None, 1),
+    ]
     # another model's worse rank adds the bins it needs, empty for this one
     assert rank_histogram(np.array([1]), 30)[-2:] == [(11, 20, 0), (21, None, 0)]
 
@@ -53,10 +62,19 @@ def test_confused_pairs_and_examples():
 
 
 def test_the_best_model_of_each_dataset_is_bold_and_intervals_follow_values():
-    rows = [{"dataset": "a", "model": "m1", "top1": 50.0, "top1_ci_low": 40.0, "top1_ci_high": 60.0, "top5": 90.0,
-             "mean_per_class_recall": None},
-            {"dataset": "a", "model": "m2", "top1": 70.0, "top5": 90.0, "mean_per_class_recall": 1.0},
-            {"dataset": "b", "model": "m1", "top1": 10.0, "top5": 20.0, "mean_per_class_recall": 3.0}]
+    rows = [
+        {
+            "dataset": "a",
+            "model": "m1",
+            "top1": 50.0,
+            "top1_ci_low": 40.0,
+            "top1_ci_high": 60.0,
+            "top5": 90.0,
+            "mean_per_class_recall": None,
+        },
+        {"dataset": "a", "model": "m2", "top1": 70.0, "top5": 90.0, "mean_per_class_recall": 1.0},
+        {"dataset": "b", "model": "m1", "top1": 10.0, "top5": 20.0, "mean_per_class_recall": 3.0},
+    ]
     html = metric_table("t", rows, CLASSIFICATION_COLUMNS, "caption")
     assert '50.00 <span class="interval">[40.00, 60.00]</span>' in html
     # top-1 of m2 on a, and both tied top-5 values on a; nothing on b (one model) nor beside n/a
@@ -66,47 +84,94 @@ def test_the_best_model_of_each_dataset_is_bold_and_intervals_follow_values():
 
 
 def test_report_commands_write_figures_and_their_numbers(tmp_path):
-    ranks = {"task": "retrieval", "protocol": "full", "folds": 1, "recall_at": [1, 5, 10],
-             "t2i": {"query_ids": [1, 2, 3, 4], "ranks": [1, 2, 30, 1], "folds": [0, 0, 0, 0]},
-             "i2t": {"query_ids": [7, 8], "ranks": [1, 4], "folds": [0, 0]}}
+    ranks = {
+        "task": "retrieval",
+        "protocol": "full",
+        "folds": 1,
+        "recall_at": [1, 5, 10],
+        "t2i": {"query_ids": [1, 2, 3, 4], "ranks": [1, 2, 30, 1], "folds": [0, 0, 0, 0]},
+        "i2t": {"query_ids": [7, 8], "ranks": [1, 4], "folds": [0, 0]},
+    }
     (tmp_path / "ranks.json").write_text(json.dumps(ranks))
-    result = run_cli("plot-dataset", "--dataset", "d", "--entry", "m", str(tmp_path / "ranks.json"),
-                     "--recall-curves", str(tmp_path / "curves.png"), "--rank-distribution", str(tmp_path / "ranks.png"))
+    result = run_cli(
+        "plot-dataset",
+        "--dataset",
+        "d",
+        "--entry",
+        "m",
+        str(tmp_path / "ranks.json"),
+        "--recall-curves",
+        str(tmp_path / "curves.png"),
+        "--rank-distribution",
+        str(tmp_path / "ranks.png"),
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = list(csv.DictReader(open(tmp_path / "curves.csv")))
     assert [(r["direction"], r["k"], r["recall"]) for r in rows if r["k"] in ("1", "30")] == [
-        ("t2i", "1", "50.0"), ("t2i", "30", "100.0"), ("i2t", "1", "50.0"), ("i2t", "30", "100.0")]
+        ("t2i", "1", "50.0"),
+        ("t2i", "30", "100.0"),
+        ("i2t", "1", "50.0"),
+        ("i2t", "30", "100.0"),
+    ]
 
     (tmp_path / "metrics.json").write_text(json.dumps({"task": "retrieval"}))
-    refused = run_cli("plot-dataset", "--dataset", "d", "--entry", "m", str(tmp_path / "metrics.json"),
-                      "--class-recall", str(tmp_path / "classes.png"))
+    refused = run_cli(
+        "plot-dataset",
+        "--dataset",
+        "d",
+        "--entry",
+        "m",
+        str(tmp_path / "metrics.json"),
+        "--class-recall",
+        str(tmp_path / "classes.png"),
+    )
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines() == [
         f"clipeval: error: {tmp_path / 'metrics.json'}: not a classification metrics file"
-        " (score-classification writes one)"]
+        " (score-classification writes one)"
+    ]
     assert not (tmp_path / "classes.png").exists()
-
 
 
 def test_the_gallery_commands_refuse_bad_counts_and_the_wrong_ranks_record(shapes_dataset, tmp_path):
     outputs = {"--t2i-output": tmp_path / "t2i.png", "--i2t-output": tmp_path / "i2t.png"}
 
     def gallery(ranks, *counts):
-        return run_cli("retrieval-failures", "--title", "m on d", "--images", shapes_dataset / "images.lmdb",
-                       "--image-feats", tmp_path / "images.jsonl", "--texts", shapes_dataset / "texts.jsonl",
-                       "--text-feats", tmp_path / "texts.jsonl", "--ranks", ranks, *counts,
-                       *[str(item) for pair in outputs.items() for item in pair])
+        return run_cli(
+            "retrieval-failures",
+            "--title",
+            "m on d",
+            "--images",
+            shapes_dataset / "images.lmdb",
+            "--image-feats",
+            tmp_path / "images.jsonl",
+            "--texts",
+            shapes_dataset / "texts.jsonl",
+            "--text-feats",
+            tmp_path / "texts.jsonl",
+            "--ranks",
+            ranks,
+            *counts,
+            *[str(item) for pair in outputs.items() for item in pair],
+        )
 
-    (tmp_path / "ranks.json").write_text(json.dumps({"task": "classification", "num_classes": 2, "image_ids": [10, 11],
-                                                   "labels": [0, 1], "ranks": [1, 2]}))
+    (tmp_path / "ranks.json").write_text(
+        json.dumps(
+            {"task": "classification", "num_classes": 2, "image_ids": [10, 11], "labels": [0, 1], "ranks": [1, 2]}
+        )
+    )
     for option in ("--failures", "--shown", "--thumbnail"):
         refused = gallery(tmp_path / "ranks.json", option, "0")
         assert (refused.returncode, refused.stderr.strip().splitlines()) == (
-            1, [f"clipeval: error: {option} must be at least 1"])
+            1,
+            [f"clipeval: error: {option} must be at least 1"],
+        )
     refused = gallery(tmp_path / "ranks.json")
     assert (refused.returncode, refused.stderr.strip().splitlines()) == (
-        1, [f"clipeval: error: {tmp_path / 'ranks.json'}: a classification ranks record, not retrieval"])
+        1,
+        [f"clipeval: error: {tmp_path / 'ranks.json'}: a classification ranks record, not retrieval"],
+    )
 
     # A ranks record of other features than those given: its query has none here.
     from clipeval.data.captions import load_captions
@@ -116,23 +181,43 @@ def test_the_gallery_commands_refuse_bad_counts_and_the_wrong_ranks_record(shape
     with open(tmp_path / "images.jsonl", "w") as handle:
         handle.writelines(json.dumps({"image_id": i, "feature": [1.0, 0.0]}) + "\n" for i in image_ids)
     with open(tmp_path / "texts.jsonl", "w") as handle:
-        handle.writelines(json.dumps({"text_id": int(i), "feature": [0.0, 1.0]}) + "\n"
-                          for i in captions.text_ids.tolist())
-    record = {"task": "retrieval", "protocol": "full", "folds": 1, "recall_at": [1],
-              "t2i": {"query_ids": [999999], "ranks": [3], "folds": [0]},
-              "i2t": {"query_ids": image_ids[:1], "ranks": [2], "folds": [0]}}
+        handle.writelines(
+            json.dumps({"text_id": int(i), "feature": [0.0, 1.0]}) + "\n" for i in captions.text_ids.tolist()
+        )
+    record = {
+        "task": "retrieval",
+        "protocol": "full",
+        "folds": 1,
+        "recall_at": [1],
+        "t2i": {"query_ids": [999999], "ranks": [3], "folds": [0]},
+        "i2t": {"query_ids": image_ids[:1], "ranks": [2], "folds": [0]},
+    }
     (tmp_path / "other.json").write_text(json.dumps(record))
     refused = gallery(tmp_path / "other.json")
     assert (refused.returncode, refused.stderr.strip().splitlines()) == (
-        1, [f"clipeval: error: {tmp_path / 'other.json'}: t2i query id 999999 has no features in"
-            f" {tmp_path / 'texts.jsonl'}"])
+        1,
+        [
+            f"clipeval: error: {tmp_path / 'other.json'}: t2i query id 999999 has no features in"
+            f" {tmp_path / 'texts.jsonl'}"
+        ],
+    )
     assert not [path for path in outputs.values() if path.exists()]
 
+
 def test_the_results_page_holds_every_pair(tmp_path):
-    metrics = {"task": "classification", "top1": 41.0, "top5": 93.0, "mean_per_class_recall": 40.0,
-               "counts": {"images": 6, "classes": 2},
-               "provenance": {"versions": {"torch": "2.14.1"}, "dataset": {"checksum": "sha256:d"},
-                              "model": {"weights": "sha256:w"}, "config": {"model": {"name": "m"}}}}
+    metrics = {
+        "task": "classification",
+        "top1": 41.0,
+        "top5": 93.0,
+        "mean_per_class_recall": 40.0,
+        "counts": {"images": 6, "classes": 2},
+        "provenance": {
+            "versions": {"torch": "2.14.1"},
+            "dataset": {"checksum": "sha256:d"},
+            "model": {"weights": "sha256:w"},
+            "config": {"model": {"name": "m"}},
+        },
+    }
     (tmp_path / "m.json").write_text(json.dumps(metrics))
     page = results_page("exp", [("m", "cifar", str(tmp_path / "m.json"))])
     assert page.startswith("<!DOCTYPE html>") and "Zero-shot classification" in page and "41.00" in page

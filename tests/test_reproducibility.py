@@ -14,7 +14,6 @@ import sys
 from contextlib import contextmanager
 
 import pytest
-
 from conftest import run_cli
 from emulated_cpu import emulator_prefix, other_vendor_cpu
 
@@ -27,8 +26,12 @@ CPU_IMITATIONS = {
 
 
 def cli(*args, env=None):
-    result = subprocess.run([sys.executable, "-m", "clipeval", *map(str, args)], capture_output=True, text=True,
-                            env={**os.environ, **(env or {})})
+    result = subprocess.run(
+        [sys.executable, "-m", "clipeval", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -55,20 +58,63 @@ def small_data(tmp_path_factory):
 
 
 def train(data, out, *extra, env=None):
-    cli("train", "--arch", "clipeval-tiny", "--dataset", data / "train", "--epochs", 1, "--batch-size", 32,
-        "--lr", 0.001, "--seed", 0, "--output", out, *extra, env=env)
+    cli(
+        "train",
+        "--arch",
+        "clipeval-tiny",
+        "--dataset",
+        data / "train",
+        "--epochs",
+        1,
+        "--batch-size",
+        32,
+        "--lr",
+        0.001,
+        "--seed",
+        0,
+        "--output",
+        out,
+        *extra,
+        env=env,
+    )
     return out.read_bytes()
 
 
 def extract_images(data, checkpoint, out, *extra, env=None):
-    cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, "--images", data / "test/images.lmdb",
-        "--image-output", out, "--device", "cpu", *extra, env=env)
+    cli(
+        "extract-features",
+        "--arch",
+        "clipeval-tiny",
+        "--pretrained",
+        checkpoint,
+        "--images",
+        data / "test/images.lmdb",
+        "--image-output",
+        out,
+        "--device",
+        "cpu",
+        *extra,
+        env=env,
+    )
     return out.read_bytes()
 
 
 def extract_texts(data, checkpoint, out, *extra, env=None):
-    cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, "--texts", data / "test/texts.jsonl",
-        "--text-output", out, "--device", "cpu", *extra, env=env)
+    cli(
+        "extract-features",
+        "--arch",
+        "clipeval-tiny",
+        "--pretrained",
+        checkpoint,
+        "--texts",
+        data / "test/texts.jsonl",
+        "--text-output",
+        out,
+        "--device",
+        "cpu",
+        *extra,
+        env=env,
+    )
     return out.read_bytes()
 
 
@@ -93,20 +139,38 @@ def reference(small_data):
     }
 
 
-@pytest.mark.parametrize("shard_size, options", [
-    (50, ["--batch-size", "7", "--num-workers", "0"]),
-    (100, ["--batch-size", "300", "--num-workers", "3", "--threads", "1"]),
-])
-def test_image_features_do_not_depend_on_shards_batches_or_workers(small_data, reference, tmp_path, shard_size, options):
+@pytest.mark.parametrize(
+    "shard_size, options",
+    [
+        (50, ["--batch-size", "7", "--num-workers", "0"]),
+        (100, ["--batch-size", "300", "--num-workers", "3", "--threads", "1"]),
+    ],
+)
+def test_image_features_do_not_depend_on_shards_batches_or_workers(
+    small_data, reference, tmp_path, shard_size, options
+):
     assert sharded_images(small_data, reference["checkpoint"], tmp_path, shard_size, *options) == reference["images"]
 
 
 def test_features_do_not_depend_on_threads_or_load(small_data, reference, tmp_path):
     one_thread = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    assert extract_images(small_data, reference["checkpoint"], tmp_path / "a.jsonl", "--threads", "1",
-                          env=one_thread) == reference["images"]
-    assert extract_texts(small_data, reference["checkpoint"], tmp_path / "b.jsonl", "--threads", "3",
-                         "--batch-size", "5", env={"OMP_NUM_THREADS": "3"}) == reference["texts"]
+    assert (
+        extract_images(small_data, reference["checkpoint"], tmp_path / "a.jsonl", "--threads", "1", env=one_thread)
+        == reference["images"]
+    )
+    assert (
+        extract_texts(
+            small_data,
+            reference["checkpoint"],
+            tmp_path / "b.jsonl",
+            "--threads",
+            "3",
+            "--batch-size",
+            "5",
+            env={"OMP_NUM_THREADS": "3"},
+        )
+        == reference["texts"]
+    )
     with busy_cores():
         assert extract_images(small_data, reference["checkpoint"], tmp_path / "c.jsonl") == reference["images"]
 
@@ -129,50 +193,128 @@ def test_other_cpus_train_and_extract_the_same_bits(small_data, reference, tmp_p
 
 
 def test_the_recorded_code_path_is_the_pinned_one(small_data, reference, tmp_path):
-    cli("describe-model", "--arch", "clipeval-tiny", "--pretrained", reference["checkpoint"],
-        "--output", tmp_path / "meta.json", env=CPU_IMITATIONS["an AVX2 CPU"])
+    cli(
+        "describe-model",
+        "--arch",
+        "clipeval-tiny",
+        "--pretrained",
+        reference["checkpoint"],
+        "--output",
+        tmp_path / "meta.json",
+        env=CPU_IMITATIONS["an AVX2 CPU"],
+    )
     import json
 
     numerics = json.loads((tmp_path / "meta.json").read_text())["numerics"]
-    assert numerics == {"profile": "portable", "cpu_capability": "AVX2", "threads": 2, "MKL_CBWR": "COMPATIBLE",
-                        "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_DYNAMIC": "FALSE",
-                        "OMP_DYNAMIC": "FALSE"}
+    assert numerics == {
+        "profile": "portable",
+        "cpu_capability": "AVX2",
+        "threads": 2,
+        "MKL_CBWR": "COMPATIBLE",
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "MKL_DYNAMIC": "FALSE",
+        "OMP_DYNAMIC": "FALSE",
+    }
 
 
-@pytest.mark.parametrize("variable, value", [("ATEN_CPU_CAPABILITY", "default"), ("MKL_CBWR", "AUTO"),
-                                             ("ONEDNN_MAX_CPU_ISA", "SSE41")])
+@pytest.mark.parametrize(
+    "variable, value", [("ATEN_CPU_CAPABILITY", "default"), ("MKL_CBWR", "AUTO"), ("ONEDNN_MAX_CPU_ISA", "SSE41")]
+)
 def test_an_environment_that_would_change_the_code_path_is_refused(small_data, tmp_path, variable, value):
-    result = subprocess.run([sys.executable, "-m", "clipeval", "describe-model", "--arch", "clipeval-tiny",
-                             "--output", tmp_path / "meta.json"], capture_output=True, text=True,
-                            env={**os.environ, variable: value})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "clipeval",
+            "describe-model",
+            "--arch",
+            "clipeval-tiny",
+            "--output",
+            tmp_path / "meta.json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, variable: value},
+    )
     assert result.returncode == 1 and not (tmp_path / "meta.json").exists()
     assert result.stderr.strip().splitlines() == [
         f"clipeval: error: the environment sets {variable}={value}, but the portable numerics profile needs"
         f" {variable}={dict(ATEN_CPU_CAPABILITY='avx2', MKL_CBWR='COMPATIBLE', ONEDNN_MAX_CPU_ISA='AVX2')[variable]}:"
-        " unset it, or set numerics: native"]
+        " unset it, or set numerics: native"
+    ]
 
 
 def test_a_wrong_numerics_profile_is_refused(small_data, tmp_path):
-    result = run_cli("train", "--arch", "clipeval-tiny", "--dataset", small_data / "train", "--epochs", 1,
-                     "--batch-size", 32, "--lr", 0.001, "--seed", 0, "--output", tmp_path / "x.pt", "--numerics", "fast")
+    result = run_cli(
+        "train",
+        "--arch",
+        "clipeval-tiny",
+        "--dataset",
+        small_data / "train",
+        "--epochs",
+        1,
+        "--batch-size",
+        32,
+        "--lr",
+        0.001,
+        "--seed",
+        0,
+        "--output",
+        tmp_path / "x.pt",
+        "--numerics",
+        "fast",
+    )
     assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr
 
 
 # Several commands in one interpreter: under emulation, importing torch is
 # most of the cost, so it is paid once.
-RUN_COMMANDS = "import json, sys; from clipeval.cli import main; sys.exit(max(main(c) for c in json.loads(sys.argv[1])))"
+RUN_COMMANDS = (
+    "import json, sys; from clipeval.cli import main; sys.exit(max(main(c) for c in json.loads(sys.argv[1])))"
+)
 
 
 def train_and_extract(data, out, prefix=()):
     """Train two AdamW steps, extract features of images and captions; return the files' bytes."""
     out.mkdir()
     commands = [
-        ["train", "--arch", "clipeval-tiny", "--dataset", data / "train", "--epochs", 1, "--batch-size", 8,
-         "--lr", 0.001, "--seed", 0, "--output", out / "checkpoint.pt"],
-        ["extract-features", "--arch", "clipeval-tiny", "--pretrained", out / "checkpoint.pt",
-         "--images", data / "test/images.lmdb", "--image-output", out / "images.jsonl",
-         "--texts", data / "test/texts.jsonl", "--text-output", out / "texts.jsonl",
-         "--device", "cpu", "--num-workers", 0],  # QEMU's user mode loses forked loader workers
+        [
+            "train",
+            "--arch",
+            "clipeval-tiny",
+            "--dataset",
+            data / "train",
+            "--epochs",
+            1,
+            "--batch-size",
+            8,
+            "--lr",
+            0.001,
+            "--seed",
+            0,
+            "--output",
+            out / "checkpoint.pt",
+        ],
+        [
+            "extract-features",
+            "--arch",
+            "clipeval-tiny",
+            "--pretrained",
+            out / "checkpoint.pt",
+            "--images",
+            data / "test/images.lmdb",
+            "--image-output",
+            out / "images.jsonl",
+            "--texts",
+            data / "test/texts.jsonl",
+            "--text-output",
+            out / "texts.jsonl",
+            "--device",
+            "cpu",
+            "--num-workers",
+            0,
+        ],  # QEMU's user mode loses forked loader workers
     ]
     argument = json.dumps([[str(arg) for arg in command] for command in commands])
     result = subprocess.run([*prefix, sys.executable, "-c", RUN_COMMANDS, argument], capture_output=True, text=True)

@@ -22,7 +22,7 @@ def predictions(direction, rows):
     width = max(len(r) for r in rows.values())
     ranked = np.full((len(rows), width), -1)
     for row, ids in enumerate(rows.values()):
-        ranked[row, :len(ids)] = ids
+        ranked[row, : len(ids)] = ids
     return Predictions(f"{direction}.jsonl", DIRECTIONS[direction], np.array(list(rows)), ranked)
 
 
@@ -31,12 +31,15 @@ def score_retrieval(captions, t2i, i2t, recall_ks, allow_without_positive=False)
     ks = sorted(set(recall_ks) | set(STANDARD_KS))
     images, texts = np.sort(i2t.query_ids), np.sort(captions.text_ids)
     result = {"counts": {"images": len(images), "texts": len(texts)}}
-    for predictions, truth, gallery in ((t2i, text_to_image_truth(captions, images), images),
-                                        (i2t, image_to_text_truth(captions, images), texts)):
+    for predictions, truth, gallery in (
+        (t2i, text_to_image_truth(captions, images), images),
+        (i2t, image_to_text_truth(captions, images), texts),
+    ):
         name = predictions.direction.name
         ranked = aligned_predictions(predictions, truth.query_ids, gallery, ks)
-        kept, truth = queries_with_positive(truth, predictions.direction.query_key, predictions.path,
-                                            allow_without_positive)
+        kept, truth = queries_with_positive(
+            truth, predictions.direction.query_key, predictions.path, allow_without_positive
+        )
         result[name] = recall_from_hits(hit_matrix(ranked[kept], truth), ks)
         result[name]["mean_recall"] = mean_recall(result[name])
         result["counts"][f"{name}_queries"] = int(kept.sum())
@@ -51,26 +54,42 @@ GROUND_TRUTH = {10: [1], 11: [1], 12: [2], 13: [2], 14: [3], 15: [2, 3]}
 
 
 def test_hand_computed_recall_both_directions():
-    t2i = predictions("t2i", {
-        10: [1, 2, 3],   # hit at 1
-        11: [2, 1, 3],   # hit at 2
-        12: [3, 1, 2],   # hit at 3
-        13: [2, 3, 1],   # hit at 1
-        14: [1, 2, 3],   # hit at 3
-        15: [1, 3, 2],   # hit at 2 (3 is one of its images)
-    })
-    i2t = predictions("i2t", {
-        1: [12, 10, 11, 13, 14, 15],   # first positive at 2
-        2: [15, 10, 11, 12, 13, 14],   # 15 names image 2: hit at 1
-        3: [10, 11, 12, 13, 14, 15],   # first positive (14) at 5
-    })
+    t2i = predictions(
+        "t2i",
+        {
+            10: [1, 2, 3],  # hit at 1
+            11: [2, 1, 3],  # hit at 2
+            12: [3, 1, 2],  # hit at 3
+            13: [2, 3, 1],  # hit at 1
+            14: [1, 2, 3],  # hit at 3
+            15: [1, 3, 2],  # hit at 2 (3 is one of its images)
+        },
+    )
+    i2t = predictions(
+        "i2t",
+        {
+            1: [12, 10, 11, 13, 14, 15],  # first positive at 2
+            2: [15, 10, 11, 12, 13, 14],  # 15 names image 2: hit at 1
+            3: [10, 11, 12, 13, 14, 15],  # first positive (14) at 5
+        },
+    )
     metrics = score_retrieval(captions_from(GROUND_TRUTH), t2i, i2t, [1, 2, 3])
-    assert metrics["t2i"] == {"R@1": pytest.approx(200 / 6), "R@2": pytest.approx(400 / 6),
-                              "R@3": 100.0, "R@5": 100.0, "R@10": 100.0,
-                              "mean_recall": pytest.approx((200 / 6 + 200) / 3)}
-    assert metrics["i2t"] == {"R@1": pytest.approx(100 / 3), "R@2": pytest.approx(200 / 3),
-                              "R@3": pytest.approx(200 / 3), "R@5": 100.0, "R@10": 100.0,
-                              "mean_recall": pytest.approx((100 / 3 + 200) / 3)}
+    assert metrics["t2i"] == {
+        "R@1": pytest.approx(200 / 6),
+        "R@2": pytest.approx(400 / 6),
+        "R@3": 100.0,
+        "R@5": 100.0,
+        "R@10": 100.0,
+        "mean_recall": pytest.approx((200 / 6 + 200) / 3),
+    }
+    assert metrics["i2t"] == {
+        "R@1": pytest.approx(100 / 3),
+        "R@2": pytest.approx(200 / 3),
+        "R@3": pytest.approx(200 / 3),
+        "R@5": 100.0,
+        "R@10": 100.0,
+        "mean_recall": pytest.approx((100 / 3 + 200) / 3),
+    }
     assert metrics["rsum"] == pytest.approx(200 / 6 + 100 + 100 + 100 / 3 + 100 + 100)
     assert metrics["mean_recall"] == pytest.approx(metrics["rsum"] / 6)
     assert metrics["counts"]["images"] == 3 and metrics["counts"]["texts"] == 6
@@ -105,7 +124,9 @@ def test_recall_matches_reference_on_random_ground_truth(data):
 
 
 def score_errors(t2i_rows, i2t_rows, truth=GROUND_TRUTH, allow=False, ks=(1,)):
-    return score_retrieval(captions_from(truth), predictions("t2i", t2i_rows), predictions("i2t", i2t_rows), list(ks), allow)
+    return score_retrieval(
+        captions_from(truth), predictions("t2i", t2i_rows), predictions("i2t", i2t_rows), list(ks), allow
+    )
 
 
 FULL_T2I = {t: [1, 2, 3] for t in GROUND_TRUTH}
@@ -143,7 +164,9 @@ def test_recall_beyond_the_prediction_lists_is_refused():
     truth = {t: [images[t % 12]] for t in range(24)}
     t2i = {t: images[:5] for t in truth}  # 5 of 12 images: R@10 cannot be known
     i2t = {i: list(range(24)) for i in images}
-    with pytest.raises(ClipevalError, match=r"t2i\.jsonl: R@10 needs at least 10 predictions per query, the file has 5"):
+    with pytest.raises(
+        ClipevalError, match=r"t2i\.jsonl: R@10 needs at least 10 predictions per query, the file has 5"
+    ):
         score_errors(t2i, i2t, truth=truth)
 
 

@@ -1,7 +1,6 @@
 import io
 
 import numpy as np
-
 from PIL import Image
 
 from clipeval.data.sources.shapes import COLOURS, SHAPE_SYNONYMS, generate_shapes
@@ -27,7 +26,7 @@ def test_five_varied_captions_per_image_that_describe_it():
         shape = SHAPES[shape_of[int(positives[0])]]
         assert any(word in text for word in SHAPE_SYNONYMS[shape]), text
         assert set(text.replace(",", " ").split()) & set(COLOURS), text
-    per_image = [captions.texts[i:i + 5] for i in range(0, 250, 5)]
+    per_image = [captions.texts[i : i + 5] for i in range(0, 250, 5)]
     assert all(len(set(group)) >= 4 for group in per_image)
     assert " a orange" not in " ".join(captions.texts)
 

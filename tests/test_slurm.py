@@ -16,20 +16,35 @@ import time
 from pathlib import Path
 
 import pytest
-
 from once_per_session import result_digests
 from slurm_cluster import NAMED_PARTITION, job_record, jobs_in_queue, running_cluster
 from snakemake_runner import copy_workflow, job_counts, planned_jobs, snakemake
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
-                                reason="the cluster set-up is not installed: pip install snakemake-executor-plugin-slurm")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+    reason="the cluster set-up is not installed: pip install snakemake-executor-plugin-slurm",
+)
 
 # What only this test cluster needs: it has no accounting database (job states
 # from squeue, no account), and its jobs take seconds, so status is polled often.
-TEST_CLUSTER_FLAGS = ("--slurm-status-command", "squeue", "--slurm-no-account",
-                      "--slurm-init-seconds-before-status-checks", "1")
-LOCAL_RULES = {"all", "summary", "compare_models", "describe_model", "describe_features_model", "report_tables",
-               "plot_retrieval", "plot_classification", "plot_comparisons"}
+TEST_CLUSTER_FLAGS = (
+    "--slurm-status-command",
+    "squeue",
+    "--slurm-no-account",
+    "--slurm-init-seconds-before-status-checks",
+    "1",
+)
+LOCAL_RULES = {
+    "all",
+    "summary",
+    "compare_models",
+    "describe_model",
+    "describe_features_model",
+    "report_tables",
+    "plot_retrieval",
+    "plot_classification",
+    "plot_comparisons",
+}
 GPU_RULES = {"extract_image_shard", "extract_text_features", "encode_classes"}
 # The user's partition, given as the README says, without editing the profile.
 USER_ENVIRONMENT = {"SBATCH_PARTITION": NAMED_PARTITION}
@@ -71,8 +86,14 @@ def assert_submitted_as_declared(runs):
         assert record["Comment"].startswith(f"rule_{rule}"), (rule, record["Comment"])
         assert record["Partition"] == NAMED_PARTITION, (rule, record["Partition"])
         assert ("gpu:1" in record.get("TresPerJob", "")) == (rule in GPU_RULES), (rule, record.get("TresPerJob"))
-    assert {rule for rule, is_local, _ in jobs if is_local} == {"all", "summary", "describe_model", "report_tables",
-                                                                "plot_retrieval", "plot_classification"}
+    assert {rule for rule, is_local, _ in jobs if is_local} == {
+        "all",
+        "summary",
+        "describe_model",
+        "report_tables",
+        "plot_retrieval",
+        "plot_classification",
+    }
 
 
 def test_the_slurm_profile_runs_the_default_experiment_and_resumes_after_scancel(tmp_path, request):
@@ -84,11 +105,18 @@ def test_the_slurm_profile_runs_the_default_experiment_and_resumes_after_scancel
         assert "sbatch: error: invalid partition specified: nope" in wrong.stdout + wrong.stderr, wrong.stderr[-3000:]
         # Nothing computed; only the experiment's record, written before the first submission.
         assert [p.relative_to(workdir) for p in (workdir / "results").rglob("*") if p.is_file()] == [
-            Path("results/experiments/default/experiment.json")]
+            Path("results/experiments/default/experiment.json")
+        ]
 
         with open(tmp_path / "first.log", "w+") as log:
-            first = subprocess.Popen(cluster_command("--retries", "0"), cwd=workdir, stdout=log,
-                                     stderr=subprocess.STDOUT, text=True, env={**os.environ, **USER_ENVIRONMENT})
+            first = subprocess.Popen(
+                cluster_command("--retries", "0"),
+                cwd=workdir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env={**os.environ, **USER_ENVIRONMENT},
+            )
             cancelled = cancel_a_running_shard(first)
             assert first.wait(timeout=900) != 0
             log.seek(0)
@@ -107,5 +135,6 @@ def test_the_slurm_profile_runs_the_default_experiment_and_resumes_after_scancel
     # Asked for only now: the local run, started by test_workflow.py in the other worker, ran meanwhile.
     local = request.getfixturevalue("default_experiment")
     cluster = result_digests(workdir)
-    assert [path for path in sorted(cluster.keys() | local.digests.keys())
-            if cluster.get(path) != local.digests.get(path)] == []
+    assert [
+        path for path in sorted(cluster.keys() | local.digests.keys()) if cluster.get(path) != local.digests.get(path)
+    ] == []

@@ -5,12 +5,11 @@ import textwrap
 
 import pytest
 import yaml
+from conftest import REPO, run_cli
 from PIL import Image
+from snakemake_runner import copy_workflow, edit_config, planned_jobs, snakemake
 
 from clipeval.data.sources import CAPTIONS, CLASSES, format_names, source_format
-
-from conftest import REPO, run_cli
-from snakemake_runner import copy_workflow, edit_config, planned_jobs, snakemake
 
 # Keys of every dataset entry that say how it is scored, not how it is read.
 SCORING_KEYS = {"format", "task", "protocol"}
@@ -23,8 +22,13 @@ def dataset_schemas(root=REPO):
 def test_the_formats_are_the_modules_of_data_sources():
     assert format_names() == ["cifar", "cnclip", "coco", "imagefolder", "karpathy", "shapes"]
     assert {name: source_format(name).writes for name in format_names()} == {
-        "cifar": CLASSES, "cnclip": CAPTIONS, "coco": CAPTIONS, "imagefolder": CLASSES, "karpathy": CAPTIONS,
-        "shapes": CAPTIONS + CLASSES}
+        "cifar": CLASSES,
+        "cnclip": CAPTIONS,
+        "coco": CAPTIONS,
+        "imagefolder": CLASSES,
+        "karpathy": CAPTIONS,
+        "shapes": CAPTIONS + CLASSES,
+    }
 
 
 @pytest.mark.parametrize("name", format_names())
@@ -44,7 +48,8 @@ def test_prepare_lists_the_formats_and_each_format_its_settings():
     assert settings.returncode == 0
     assert settings.stdout.startswith(
         "usage: clipeval prepare coco [-h] --annotations ANNOTATIONS --images IMAGES\n"
-        "                             [--image-ids IMAGE_IDS] --out DIR\n")
+        "                             [--image-ids IMAGE_IDS] --out DIR\n"
+    )
 
 
 def test_an_unknown_format_is_refused_with_the_list():
@@ -97,9 +102,16 @@ def test_a_new_format_is_one_module_and_one_schema_entry(tmp_path):
     schema_path = workdir / "config/schema.yaml"
     schema = yaml.safe_load(schema_path.read_text())
     schema["$defs"]["numbered_dataset"] = {
-        "type": "object", "additionalProperties": False, "required": ["format", "task", "images", "texts"],
-        "properties": {"format": {"const": "numbered"}, "task": {"enum": ["retrieval"]},
-                       "images": {"type": "string"}, "texts": {"type": "string"}}}
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["format", "task", "images", "texts"],
+        "properties": {
+            "format": {"const": "numbered"},
+            "task": {"enum": ["retrieval"]},
+            "images": {"type": "string"},
+            "texts": {"type": "string"},
+        },
+    }
     schema_path.write_text(yaml.safe_dump(schema, sort_keys=False))
     images = workdir / "mine/images"
     images.mkdir(parents=True)
@@ -107,9 +119,14 @@ def test_a_new_format_is_one_module_and_one_schema_entry(tmp_path):
         write_image(images / f"{image_id}.png", colour)
     (workdir / "mine/texts.jsonl").write_text(
         '{"text_id": 1, "text": "a red square", "image_ids": [3]}\n'
-        '{"text_id": 2, "text": "a blue square", "image_ids": [10]}\n')
-    edit_config(workdir, lambda config: config["datasets"].update(
-        mine={"format": "numbered", "task": "retrieval", "images": "mine/images", "texts": "mine/texts.jsonl"}))
+        '{"text_id": 2, "text": "a blue square", "image_ids": [10]}\n'
+    )
+    edit_config(
+        workdir,
+        lambda config: config["datasets"].update(
+            mine={"format": "numbered", "task": "retrieval", "images": "mine/images", "texts": "mine/texts.jsonl"}
+        ),
+    )
 
     result = snakemake(workdir, "--cores", "1", "results/datasets/mine/meta.json")
     assert result.returncode == 0, result.stderr[-3000:]

@@ -16,8 +16,12 @@ def test_the_census_hook_records_the_process_and_still_runs_the_sitecustomize_it
     marker = tmp_path / "other-ran"
     (other / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('yes')\n")
     log = tmp_path / "census.tsv"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), str(other)]), "CLIPEVAL_CENSUS_LOG": str(log),
-           "PYTEST_CURRENT_TEST": "tests/test_x.py::test_y (call)"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), str(other)]),
+        "CLIPEVAL_CENSUS_LOG": str(log),
+        "PYTEST_CURRENT_TEST": "tests/test_x.py::test_y (call)",
+    }
     subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
     assert marker.read_text() == "yes"
     seconds, arguments, test = log.read_text().rstrip("\n").split("\t")

@@ -7,22 +7,44 @@ from clipeval.storage.jsonl import write_json
 
 
 def metrics(r1, extra=None, intervals=False):
-    t2i = {"R@1": r1, "R@5": 50.0, "R@10": 60.0, "mean_recall": (r1 + 110) / 3, "mean_rank": 12.5,
-           "median_rank": 4.0, **(extra or {})}
+    t2i = {
+        "R@1": r1,
+        "R@5": 50.0,
+        "R@10": 60.0,
+        "mean_recall": (r1 + 110) / 3,
+        "mean_rank": 12.5,
+        "median_rank": 4.0,
+        **(extra or {}),
+    }
     i2t = {"R@1": 20.0, "R@5": 40.0, "R@10": 70.0, "mean_recall": 130 / 3, "mean_rank": 9.0, "median_rank": 3.0}
-    result = {"task": "retrieval", "protocol": "full", "t2i": t2i, "i2t": i2t, "rsum": r1 + 240.0,
-              "mean_recall": (r1 + 240.0) / 6, "counts": {"images": 1000, "texts": 5000}}
+    result = {
+        "task": "retrieval",
+        "protocol": "full",
+        "t2i": t2i,
+        "i2t": i2t,
+        "rsum": r1 + 240.0,
+        "mean_recall": (r1 + 240.0) / 6,
+        "counts": {"images": 1000, "texts": 5000},
+    }
     if intervals:
-        result["intervals"] = {"t2i": {name: [value - 1, value + 1] for name, value in t2i.items()},
-                               "i2t": {name: [value - 1, value + 1] for name, value in i2t.items()},
-                               "rsum": [r1 + 230.0, r1 + 250.0], "mean_recall": [0.0, 100.0]}
+        result["intervals"] = {
+            "t2i": {name: [value - 1, value + 1] for name, value in t2i.items()},
+            "i2t": {name: [value - 1, value + 1] for name, value in i2t.items()},
+            "rsum": [r1 + 230.0, r1 + 250.0],
+            "mean_recall": [0.0, 100.0],
+        }
     return result
 
 
 def classification(top1):
-    return {"task": "classification", "top1": top1, "top5": None, "mean_per_class_recall": 60.25,
-            "intervals": {"top1": [top1 - 2, top1 + 2], "top5": None, "mean_per_class_recall": [58.0, 62.5]},
-            "counts": {"images": 600, "classes": 4, "classes_with_images": 4}}
+    return {
+        "task": "classification",
+        "top1": top1,
+        "top5": None,
+        "mean_per_class_recall": 60.25,
+        "intervals": {"top1": [top1 - 2, top1 + 2], "top5": None, "mean_per_class_recall": [58.0, 62.5]},
+        "counts": {"images": 600, "classes": 4, "classes_with_images": 4},
+    }
 
 
 def outputs(tmp_path):
@@ -39,11 +61,33 @@ def test_rows_in_given_order_with_every_metric(tmp_path):
     summarize([("m2", "flickr", tmp_path / "b.json"), ("m1", "coco", tmp_path / "a.json")], [], outputs(tmp_path))
     rows = read_csv(tmp_path / "csv.out")
     assert [(r["model"], r["dataset"]) for r in rows] == [("m2", "flickr"), ("m1", "coco")]
-    assert list(rows[0]) == ["model", "dataset", "task", "t2i_R@1", "t2i_R@5", "t2i_R@10", "i2t_R@1", "i2t_R@5",
-                             "i2t_R@10", "rsum", "mean_recall", "t2i_mean_recall", "i2t_mean_recall",
-                             "t2i_mean_rank", "t2i_median_rank", "i2t_mean_rank", "i2t_median_rank",
-                             "top1", "top5", "mean_per_class_recall", "t2i_R@50",
-                             "protocol", "images", "texts", "classes"]
+    assert list(rows[0]) == [
+        "model",
+        "dataset",
+        "task",
+        "t2i_R@1",
+        "t2i_R@5",
+        "t2i_R@10",
+        "i2t_R@1",
+        "i2t_R@5",
+        "i2t_R@10",
+        "rsum",
+        "mean_recall",
+        "t2i_mean_recall",
+        "i2t_mean_recall",
+        "t2i_mean_rank",
+        "t2i_median_rank",
+        "i2t_mean_rank",
+        "i2t_median_rank",
+        "top1",
+        "top5",
+        "mean_per_class_recall",
+        "t2i_R@50",
+        "protocol",
+        "images",
+        "texts",
+        "classes",
+    ]
     assert rows[0]["t2i_R@1"] == "12.3456" and rows[0]["t2i_R@50"] == "" and rows[1]["t2i_R@50"] == "99.0"
     assert rows[0]["t2i_median_rank"] == "4.0" and rows[0]["protocol"] == "full"
     markdown = (tmp_path / "markdown.out").read_text().splitlines()
@@ -55,12 +99,21 @@ def test_rows_in_given_order_with_every_metric(tmp_path):
 def test_intervals_become_columns_and_brackets(tmp_path):
     write_json(tmp_path / "r.json", metrics(30.0, intervals=True))
     write_json(tmp_path / "c.json", classification(61.5))
-    summarize([("m", "retrieval-set", tmp_path / "r.json"), ("m", "classes-set", tmp_path / "c.json")], [],
-              outputs(tmp_path))
+    summarize(
+        [("m", "retrieval-set", tmp_path / "r.json"), ("m", "classes-set", tmp_path / "c.json")], [], outputs(tmp_path)
+    )
     rows = read_csv(tmp_path / "csv.out")
-    assert (rows[0]["rsum_ci_low"], rows[0]["rsum_ci_high"], rows[0]["t2i_median_rank_ci_high"]) == ("260.0", "280.0", "5.0")
+    assert (rows[0]["rsum_ci_low"], rows[0]["rsum_ci_high"], rows[0]["t2i_median_rank_ci_high"]) == (
+        "260.0",
+        "280.0",
+        "5.0",
+    )
     assert (rows[1]["top1_ci_low"], rows[1]["top1_ci_high"], rows[1]["top5_ci_low"], rows[1]["top5"]) == (
-        "59.5", "63.5", "", "")
+        "59.5",
+        "63.5",
+        "",
+        "",
+    )
     assert rows[1]["rsum_ci_low"] == "" and rows[0]["top1_ci_low"] == ""
     table = (tmp_path / "markdown.out").read_text()
     assert "| 30.00 [29.00, 31.00] |" in table
@@ -73,35 +126,55 @@ def test_averages_are_unweighted_per_model_and_task(tmp_path):
     write_json(tmp_path / "r2.json", metrics(60.0))
     write_json(tmp_path / "c1.json", classification(61.5))
     write_json(tmp_path / "c2.json", classification(70.0))
-    summarize([("m", "flickr", tmp_path / "r1.json"), ("m", "coco", tmp_path / "r2.json"),
-               ("m", "cifar", tmp_path / "c1.json"), ("n", "cifar", tmp_path / "c2.json")], [], outputs(tmp_path))
+    summarize(
+        [
+            ("m", "flickr", tmp_path / "r1.json"),
+            ("m", "coco", tmp_path / "r2.json"),
+            ("m", "cifar", tmp_path / "c1.json"),
+            ("n", "cifar", tmp_path / "c2.json"),
+        ],
+        [],
+        outputs(tmp_path),
+    )
     averages = read_csv(tmp_path / "averages.out")
     assert [(a["model"], a["task"], a["metric"], a["datasets"]) for a in averages] == [
-        ("m", "retrieval", "mean_recall", "2"), ("m", "classification", "top1", "1"), ("n", "classification", "top1", "1")]
+        ("m", "retrieval", "mean_recall", "2"),
+        ("m", "classification", "top1", "1"),
+        ("n", "classification", "top1", "1"),
+    ]
     assert float(averages[0]["average"]) == pytest.approx(((270 / 6) + (300 / 6)) / 2)
     assert "## Average over datasets" in (tmp_path / "markdown.out").read_text()
 
 
 def test_comparisons_get_their_table(tmp_path):
     write_json(tmp_path / "r.json", metrics(30.0))
-    comparison = {"task": "classification", "models": ["a", "b"],
-                  "difference": {"top1": 2.5, "top5": None, "mean_per_class_recall": -1.0},
-                  "intervals": {"top1": [0.5, 4.5], "top5": None, "mean_per_class_recall": [-3.0, 1.0]}}
+    comparison = {
+        "task": "classification",
+        "models": ["a", "b"],
+        "difference": {"top1": 2.5, "top5": None, "mean_per_class_recall": -1.0},
+        "intervals": {"top1": [0.5, 4.5], "top5": None, "mean_per_class_recall": [-3.0, 1.0]},
+    }
     write_json(tmp_path / "cmp.json", {"dataset": "cifar", "baseline": None, "comparisons": [comparison]})
     summarize([("a", "flickr", tmp_path / "r.json")], [tmp_path / "cmp.json"], outputs(tmp_path))
     rows = read_csv(tmp_path / "comparisons.out")
     assert [(r["metric"], r["difference"], r["ci_low"], r["ci_high"]) for r in rows] == [
-        ("top1", "2.5", "0.5", "4.5"), ("top5", "", "", ""), ("mean_per_class_recall", "-1.0", "-3.0", "1.0")]
-    assert "| cifar | a − b | 2.50 [0.50, 4.50] | n/a | -1.00 [-3.00, 1.00] |" in (tmp_path / "markdown.out").read_text()
+        ("top1", "2.5", "0.5", "4.5"),
+        ("top5", "", "", ""),
+        ("mean_per_class_recall", "-1.0", "-3.0", "1.0"),
+    ]
+    assert (
+        "| cifar | a − b | 2.50 [0.50, 4.50] | n/a | -1.00 [-3.00, 1.00] |" in (tmp_path / "markdown.out").read_text()
+    )
 
 
 def test_the_headline_block_groups_directions(tmp_path):
     write_json(tmp_path / "r.json", metrics(30.0, intervals=True))
     write_json(tmp_path / "c.json", classification(61.5))
-    summarize([("m", "retrieval-set", tmp_path / "r.json"), ("m", "classes-set", tmp_path / "c.json")], [],
-              outputs(tmp_path))
+    summarize(
+        [("m", "retrieval-set", tmp_path / "r.json"), ("m", "classes-set", tmp_path / "c.json")], [], outputs(tmp_path)
+    )
     markdown = (tmp_path / "markdown.out").read_text()
-    block = markdown[markdown.index("<!-- headline"):markdown.index("<!-- /headline -->")].splitlines()
+    block = markdown[markdown.index("<!-- headline") : markdown.index("<!-- /headline -->")].splitlines()
     assert block[2].startswith("**m** on **retrieval-set** (")
     assert block[4] == "| direction | R@1 | R@5 | R@10 | mean recall (CN-CLIP) | mean rank | median rank |"
     assert block[6].startswith("| text→image | 30.00 [29.00, 31.00] |")

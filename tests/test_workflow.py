@@ -9,7 +9,6 @@ import subprocess
 
 import pytest
 import yaml
-
 from conftest import REPO, run_cli
 from snakemake_runner import JOB_CORES, copy_workflow, planned_jobs, read_summary, snakemake
 
@@ -27,7 +26,9 @@ def default_run(default_experiment):
 def test_default_workflow_recall_is_far_above_chance(default_run):
     rows = read_summary(default_run)
     assert [(r["model"], r["dataset"], r["task"]) for r in rows] == [
-        ("tiny-shapes", "shapes-test", "retrieval"), ("tiny-shapes", "shapes-classes", "classification")]
+        ("tiny-shapes", "shapes-test", "retrieval"),
+        ("tiny-shapes", "shapes-classes", "classification"),
+    ]
     row = rows[0]
     assert (int(row["images"]), int(row["texts"])) == (1000, 5000)
     recall = {name: float(row[name]) for name in row if "_R@" in name and not name.endswith(("_ci_low", "_ci_high"))}
@@ -96,8 +97,18 @@ def test_default_workflow_writes_the_documented_paths(default_run):
     assert [p for p in expected if not (default_run / p).exists()] == []
     assert not (default_run / "results/features/tiny-shapes/shapes-train").exists()
     metrics = json.loads((default_run / "results/scores/tiny-shapes/shapes-test/retrieval.json").read_text())
-    assert set(metrics) == {"task", "protocol", "t2i", "i2t", "rsum", "mean_recall", "intervals", "bootstrap",
-                            "counts", "provenance"}
+    assert set(metrics) == {
+        "task",
+        "protocol",
+        "t2i",
+        "i2t",
+        "rsum",
+        "mean_recall",
+        "intervals",
+        "bootstrap",
+        "counts",
+        "provenance",
+    }
     assert metrics["task"] == "retrieval" and metrics["protocol"] == "full"
     assert metrics["bootstrap"]["replicates"] == 1000 and metrics["counts"]["predictions_per_query"] == 10
     low, high = metrics["intervals"]["t2i"]["median_rank"]
@@ -131,8 +142,9 @@ def test_the_report_figures_show_the_metrics_files_numbers(default_run):
         assert sorted(curve) == list(range(1, 101))
         for k in (1, 5, 10):
             assert curve[k] == pytest.approx(retrieval[direction][f"R@{k}"], abs=1e-6)
-        assert curve[100] == pytest.approx(100 * sum(r <= 100 for r in ranks[direction]["ranks"])
-                                           / len(ranks[direction]["ranks"]), abs=1e-6)
+        assert curve[100] == pytest.approx(
+            100 * sum(r <= 100 for r in ranks[direction]["ranks"]) / len(ranks[direction]["ranks"]), abs=1e-6
+        )
         bins = [r for r in read_csv(report / "shapes-test/rank-distribution.csv") if r["direction"] == direction]
         assert sum(int(b["queries"]) for b in bins) == len(ranks[direction]["ranks"])
         assert (bins[0]["rank_from"], bins[0]["rank_to"]) == ("1", "1")
@@ -142,8 +154,10 @@ def test_the_report_figures_show_the_metrics_files_numbers(default_run):
     t2i = json.loads((report / "shapes-test/tiny-shapes/failures-t2i.json").read_text())
     assert len(t2i) == 8
     assert [f["rank"] for f in t2i] == sorted(ranks["t2i"]["ranks"], reverse=True)[:8]
-    predictions = {row["text_id"]: row for row in map(json.loads, open(default_run /
-                   "results/predictions/tiny-shapes/shapes-test/t2i.jsonl"))}
+    predictions = {
+        row["text_id"]: row
+        for row in map(json.loads, open(default_run / "results/predictions/tiny-shapes/shapes-test/t2i.jsonl"))
+    }
     for failure in t2i:
         listed = predictions[failure["query_id"]]
         assert failure["retrieved"] == listed["image_ids"][:5]
@@ -173,15 +187,22 @@ def test_the_report_opens_in_a_real_browser(default_run):
     assert errors == []
     assert fetched == []  # self-contained: the page asked for nothing beyond its own file
     figures = {path.split("report/", 1)[1] for path in decoded}
-    assert figures == {"shapes-test/recall-curves.png", "shapes-test/rank-distribution.png",
-                       "shapes-test/tiny-shapes/failures-t2i.png", "shapes-test/tiny-shapes/failures-i2t.png",
-                       "shapes-classes/class-recall.png", "shapes-classes/tiny-shapes/confusion.png",
-                       "shapes-classes/tiny-shapes/confused-pairs.png"}
+    assert figures == {
+        "shapes-test/recall-curves.png",
+        "shapes-test/rank-distribution.png",
+        "shapes-test/tiny-shapes/failures-t2i.png",
+        "shapes-test/tiny-shapes/failures-i2t.png",
+        "shapes-classes/class-recall.png",
+        "shapes-classes/tiny-shapes/confusion.png",
+        "shapes-classes/tiny-shapes/confused-pairs.png",
+    }
     assert all(width > 300 for width in decoded.values()), decoded
     assert width == decoded["results/experiments/default/report/shapes-test/tiny-shapes/failures-i2t.png"]
     row = read_summary(default_run)[0]
-    assert f"{float(row['t2i_R@1']):.2f} [{float(row['t2i_R@1_ci_low']):.2f}, {float(row['t2i_R@1_ci_high']):.2f}]" \
+    assert (
+        f"{float(row['t2i_R@1']):.2f} [{float(row['t2i_R@1_ci_low']):.2f}, {float(row['t2i_R@1_ci_high']):.2f}]"
         in table
+    )
     assert screenshot.stat().st_size > 10_000
 
 
@@ -191,16 +212,12 @@ def test_a_finished_run_has_nothing_to_do(default_run):
     assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_lint_is_clean():
-    result = snakemake(REPO, "--lint")
-    assert result.returncode == 0 and "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
-
-
 def test_make_refuses_an_unknown_faiss_build_before_installing_anything():
     # As a user types it: not as a sub-make of `make test`, which would announce its directory.
     environment = {key: value for key, value in os.environ.items() if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
-    result = subprocess.run(["make", "--dry-run", "run", "FAISS=cuda"], cwd=REPO, capture_output=True, text=True,
-                            env=environment)
+    result = subprocess.run(
+        ["make", "--dry-run", "run", "FAISS=cuda"], cwd=REPO, capture_output=True, text=True, env=environment
+    )
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == "Makefile:11: *** FAISS must be cpu or gpu, not 'cuda'.  Stop.\n"
@@ -208,11 +225,17 @@ def test_make_refuses_an_unknown_faiss_build_before_installing_anything():
 
 def test_make_run_takes_another_experiments_config():
     environment = {key: value for key, value in os.environ.items() if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
-    result = subprocess.run(["make", "--dry-run", "run", "CONFIG=config/examples/muge.yaml"], cwd=REPO,
-                            capture_output=True, text=True, env=environment)
+    result = subprocess.run(
+        ["make", "--dry-run", "run", "CONFIG=config/examples/muge.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=environment,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == (
-        f'PATH="{REPO}/.venv/bin:$PATH" .venv/bin/snakemake --cores all --configfile config/examples/muge.yaml')
+        f'PATH="{REPO}/.venv/bin:$PATH" .venv/bin/snakemake --cores all --configfile config/examples/muge.yaml'
+    )
 
 
 def write_cnclip_files(directory, source_dataset):
@@ -233,8 +256,12 @@ def write_cnclip_files(directory, source_dataset):
 def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path):
     workdir = copy_workflow(tmp_path)
     shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
-    shutil.copytree(default_run / ".snakemake", workdir / ".snakemake", symlinks=True,
-                    ignore=shutil.ignore_patterns("log", "locks", "incomplete"))
+    shutil.copytree(
+        default_run / ".snakemake",
+        workdir / ".snakemake",
+        symlinks=True,
+        ignore=shutil.ignore_patterns("log", "locks", "incomplete"),
+    )
     config_path = workdir / "config/config.yaml"
     config = yaml.safe_load(config_path.read_text())
     assert planned_jobs(workdir) == {}
@@ -242,75 +269,131 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     config["models"]["tiny-copy"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # its retrieval jobs on shapes-test and its classification jobs on shapes-classes
-    assert planned_jobs(workdir) == {"describe_model": 1, "extract_text_features": 1, "extract_image_shard": 2,
-                                     "gather_image_features": 2, "knn": 2, "score_retrieval": 1,
-                                     "encode_classes": 1, "score_classification": 1, "compare_models": 2,
-                                     "summary": 1, "all": 1,
-                                     # its report sections, and the figures and tables that list every model
-                                     "retrieval_failures": 1, "classification_failures": 1, "plot_retrieval": 1,
-                                     "plot_classification": 1, "plot_comparisons": 2, "report_tables": 1}
+    assert planned_jobs(workdir) == {
+        "describe_model": 1,
+        "extract_text_features": 1,
+        "extract_image_shard": 2,
+        "gather_image_features": 2,
+        "knn": 2,
+        "score_retrieval": 1,
+        "encode_classes": 1,
+        "score_classification": 1,
+        "compare_models": 2,
+        "summary": 1,
+        "all": 1,
+        # its report sections, and the figures and tables that list every model
+        "retrieval_failures": 1,
+        "classification_failures": 1,
+        "plot_retrieval": 1,
+        "plot_classification": 1,
+        "plot_comparisons": 2,
+        "report_tables": 1,
+    }
 
     write_cnclip_files(workdir, workdir / "results/datasets/shapes-test")
-    config["datasets"]["flickr-like"] = {"format": "cnclip", "task": "retrieval",
-                                         "images": "valid_imgs.tsv", "texts": "valid_texts.jsonl"}
+    config["datasets"]["flickr-like"] = {
+        "format": "cnclip",
+        "task": "retrieval",
+        "images": "valid_imgs.tsv",
+        "texts": "valid_texts.jsonl",
+    }
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # plus the new dataset's retrieval jobs for both models
-    assert planned_jobs(workdir) == {"prepare_cnclip": 1, "describe_model": 1, "extract_text_features": 3,
-                                     "extract_image_shard": 4, "gather_image_features": 4, "knn": 6,
-                                     "score_retrieval": 3, "encode_classes": 1, "score_classification": 1,
-                                     "compare_models": 3, "summary": 1, "all": 1,
-                                     "retrieval_failures": 3, "classification_failures": 1, "plot_retrieval": 2,
-                                     "plot_classification": 1, "plot_comparisons": 3, "report_tables": 1}
+    assert planned_jobs(workdir) == {
+        "prepare_cnclip": 1,
+        "describe_model": 1,
+        "extract_text_features": 3,
+        "extract_image_shard": 4,
+        "gather_image_features": 4,
+        "knn": 6,
+        "score_retrieval": 3,
+        "encode_classes": 1,
+        "score_classification": 1,
+        "compare_models": 3,
+        "summary": 1,
+        "all": 1,
+        "retrieval_failures": 3,
+        "classification_failures": 1,
+        "plot_retrieval": 2,
+        "plot_classification": 1,
+        "plot_comparisons": 3,
+        "report_tables": 1,
+    }
 
     result = snakemake(workdir, "--cores", JOB_CORES)
     assert result.returncode == 0, result.stderr[-3000:]
     assert planned_jobs(workdir) == {}
     rows = read_summary(workdir)
     datasets = ["shapes-test", "shapes-classes", "flickr-like"]
-    assert [(r["model"], r["dataset"]) for r in rows] == [(m, d) for m in ("tiny-shapes", "tiny-copy") for d in datasets]
+    assert [(r["model"], r["dataset"]) for r in rows] == [
+        (m, d) for m in ("tiny-shapes", "tiny-copy") for d in datasets
+    ]
     # the same weights give the same numbers, whatever the model is called
     for first, second in zip(rows[:3], rows[3:]):
         assert {k: v for k, v in first.items() if k != "model"} == {k: v for k, v in second.items() if k != "model"}
     assert int(rows[2]["images"]) == 40
     differences = list(csv.DictReader(open(workdir / "results/experiments/default/comparisons.csv")))
     assert {(r["dataset"], r["first"], r["second"]) for r in differences} == {
-        (d, "tiny-shapes", "tiny-copy") for d in datasets}
+        (d, "tiny-shapes", "tiny-copy") for d in datasets
+    }
     assert {r["difference"] for r in differences if r["difference"]} == {"0.0"}
     # the forest plot shows the comparisons file's differences and intervals
     comparison = json.loads((workdir / "results/experiments/default/comparisons/shapes-test.json").read_text())
     [pair] = comparison["comparisons"]
     forest = read_csv(workdir / "results/experiments/default/report/shapes-test/comparisons.csv")
     assert [(r["pair"], r["metric"]) for r in forest] == [
-        ("tiny-shapes − tiny-copy", metric) for metric in ("t2i_R@1", "i2t_R@1", "mean_recall")]
-    assert [float(r["ci_low"]) for r in forest] == [pair["intervals"]["t2i"]["R@1"][0],
-                                                    pair["intervals"]["i2t"]["R@1"][0],
-                                                    pair["intervals"]["mean_recall"][0]]
+        ("tiny-shapes − tiny-copy", metric) for metric in ("t2i_R@1", "i2t_R@1", "mean_recall")
+    ]
+    assert [float(r["ci_low"]) for r in forest] == [
+        pair["intervals"]["t2i"]["R@1"][0],
+        pair["intervals"]["i2t"]["R@1"][0],
+        pair["intervals"]["mean_recall"][0],
+    ]
 
 
 def test_another_experiments_checkpoint_is_read_not_remade(default_run, tmp_path):
     """A second experiment in the same directory names the first one's trained checkpoint as `pretrained:`."""
     workdir = copy_workflow(tmp_path)
     shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
-    shutil.copytree(default_run / ".snakemake", workdir / ".snakemake", symlinks=True,
-                    ignore=shutil.ignore_patterns("log", "locks", "incomplete"))
+    shutil.copytree(
+        default_run / ".snakemake",
+        workdir / ".snakemake",
+        symlinks=True,
+        ignore=shutil.ignore_patterns("log", "locks", "incomplete"),
+    )
     config = yaml.safe_load((workdir / "config/config.yaml").read_text())
-    other = {"datasets": {"shapes-test": config["datasets"]["shapes-test"]},
-             "models": {"reused": {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}},
-             "extract": config["extract"]}
+    other = {
+        "datasets": {"shapes-test": config["datasets"]["shapes-test"]},
+        "models": {"reused": {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}},
+        "extract": config["extract"],
+    }
     (workdir / "config/other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
     assert planned_jobs(workdir, "--configfile", "config/other.yaml") == {
-        "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1, **REPORT}
+        "describe_model": 1,
+        **EXTRACTION,
+        "knn": 2,
+        "score_retrieval": 1,
+        "summary": 1,
+        "all": 1,
+        **REPORT,
+    }
 
 
 def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(default_run, tmp_path):
     workdir = copy_workflow(tmp_path)
     shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
-    shutil.copytree(default_run / ".snakemake", workdir / ".snakemake", symlinks=True,
-                    ignore=shutil.ignore_patterns("log", "locks", "incomplete"))
+    shutil.copytree(
+        default_run / ".snakemake",
+        workdir / ".snakemake",
+        symlinks=True,
+        ignore=shutil.ignore_patterns("log", "locks", "incomplete"),
+    )
     default_summary = (workdir / "results/experiments/default/summary.md").read_bytes()
     config = yaml.safe_load((workdir / "config/config.yaml").read_text())
-    second = {"datasets": {name: config["datasets"][name] for name in ("shapes-train", "shapes-test")},
-              "models": config["models"]}
+    second = {
+        "datasets": {name: config["datasets"][name] for name in ("shapes-train", "shapes-test")},
+        "models": config["models"],
+    }
     (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
 
     # The same model on the same dataset: its results are the default experiment's, computed once; the
@@ -342,24 +425,35 @@ def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(def
     (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
     result = snakemake(workdir, "--cores", "1", "--configfile", "config/second.yaml")
     assert result.returncode == 1
-    assert ("config error: models.tiny-shapes: experiment 'default' (results/experiments/default/experiment.json)"
-            " defines it otherwise (train.epochs: 3 here, 12 there); both would write its results: rename it in"
-            " this config, or delete results/experiments/default if that experiment is done with"
-            in result.stderr.splitlines())
+    assert (
+        "config error: models.tiny-shapes: experiment 'default' (results/experiments/default/experiment.json)"
+        " defines it otherwise (train.epochs: 3 here, 12 there); both would write its results: rename it in"
+        " this config, or delete results/experiments/default if that experiment is done with"
+        in result.stderr.splitlines()
+    )
     # Under its own name it runs beside the default experiment (a dry run here: training is minutes).
     second["models"] = {"tiny-3-epochs": second["models"]["tiny-shapes"]}
     (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
     assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {
-        "train": 1, "describe_model": 1, **EXTRACTION, "knn": 2, "score_retrieval": 1, "summary": 1, "all": 1,
-        **REPORT}
+        "train": 1,
+        "describe_model": 1,
+        **EXTRACTION,
+        "knn": 2,
+        "score_retrieval": 1,
+        "summary": 1,
+        "all": 1,
+        **REPORT,
+    }
 
     # Another config file under a name already taken would overwrite that experiment's summary.
     (workdir / "config/copy.yaml").write_text(yaml.safe_dump({**second, "experiment": "second"}, sort_keys=False))
     result = snakemake(workdir, "--cores", "1", "--configfile", "config/copy.yaml")
     assert result.returncode == 1
-    assert ("config error: experiment: 'second' is the experiment of config/second.yaml"
-            " (results/experiments/second/experiment.json): give this config another name (experiment: NAME),"
-            " or delete results/experiments/second" in result.stderr.splitlines())
+    assert (
+        "config error: experiment: 'second' is the experiment of config/second.yaml"
+        " (results/experiments/second/experiment.json): give this config another name (experiment: NAME),"
+        " or delete results/experiments/second" in result.stderr.splitlines()
+    )
 
 
 def test_a_mistyped_path_stops_the_run_even_when_results_exist(default_run, tmp_path):
@@ -372,8 +466,10 @@ def test_a_mistyped_path_stops_the_run_even_when_results_exist(default_run, tmp_
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     result = snakemake(workdir, "--cores", "1")
     assert result.returncode == 1
-    assert ("config error: models.tiny-copy.pretrained: file results/models/tiny-shape/checkpoint.pt not found"
-            in result.stderr.splitlines())
+    assert (
+        "config error: models.tiny-copy.pretrained: file results/models/tiny-shape/checkpoint.pt not found"
+        in result.stderr.splitlines()
+    )
 
 
 def test_evaluate_picks_pairs(tmp_path):
@@ -382,8 +478,17 @@ def test_evaluate_picks_pairs(tmp_path):
     config = yaml.safe_load(config_path.read_text())
     config["evaluate"] = [{"model": "tiny-shapes", "dataset": "shapes-test"}]
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    assert planned_jobs(workdir) == {"prepare_shapes": 2, "train": 1, "describe_model": 1, **EXTRACTION, "knn": 2,
-                                     "score_retrieval": 1, "summary": 1, "all": 1, **REPORT}
+    assert planned_jobs(workdir) == {
+        "prepare_shapes": 2,
+        "train": 1,
+        "describe_model": 1,
+        **EXTRACTION,
+        "knn": 2,
+        "score_retrieval": 1,
+        "summary": 1,
+        "all": 1,
+        **REPORT,
+    }
 
 
 def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
@@ -392,8 +497,9 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
     config = yaml.safe_load(config_path.read_text())
     train = config["models"].pop("tiny-shapes")["train"]
     names = [f"seed-{seed:02d}" for seed in range(30)]
-    config["models"] = {name: {"arch": "clipeval-tiny", "train": {**train, "seed": seed}}
-                        for seed, name in enumerate(names)}
+    config["models"] = {
+        name: {"arch": "clipeval-tiny", "train": {**train, "seed": seed}} for seed, name in enumerate(names)
+    }
     for baseline in (None, "seed-07"):
         if baseline:
             config["compare"] = {"baseline": baseline}
@@ -402,8 +508,9 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
         result = snakemake(workdir, "--dry-run", "--printshellcmds")
         commands = [line for line in (result.stdout + result.stderr).splitlines() if "clipeval compare-models" in line]
         assert len(commands) == 2
-        for command, (dataset, task) in zip(sorted(commands), [("shapes-classes", "classification"),
-                                                                ("shapes-test", "retrieval")]):
+        for command, (dataset, task) in zip(
+            sorted(commands), [("shapes-classes", "classification"), ("shapes-test", "retrieval")]
+        ):
             ranks = " ".join(f"results/scores/{name}/{dataset}/{task}-ranks.json" for name in names)
             expected = f" {ranks} --names {' '.join(names)}" + (f" --baseline {baseline}" if baseline else "")
             assert f"compare-models{expected} --dataset {dataset} " in command
@@ -412,46 +519,84 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
 @pytest.mark.parametrize(
     "change, message",
     [
-        (lambda c: c["models"]["tiny-shapes"]["train"].update(dataset="nowhere"),
-         "config error: models.tiny-shapes.train.dataset: unknown dataset 'nowhere'"
-         " (known: shapes-train, shapes-test, shapes-classes)"),
-        (lambda c: c.update(evaluate=[{"model": "tiny-shapes", "dataset": "shapes-train"}]),
-         "config error: evaluate[0].dataset: dataset 'shapes-train' has task 'train', which is not evaluated"),
-        (lambda c: c.update(evaluate=[{"model": "ghost", "dataset": "shapes-test"}]),
-         "config error: evaluate[0].model: unknown model 'ghost' (known: tiny-shapes)"),
-        (lambda c: c.update(evaluate=[{"model": "given", "dataset": "shapes-classes"}],
-                            models={"given": {"features": {"shapes-test": {"images": "Snakefile", "texts": "Snakefile"}}}}),
-         "config error: evaluate[0]: model 'given' has no features for dataset 'shapes-classes'"),
-        (lambda c: c.update(compare={"baseline": "ghost"}),
-         "config error: compare.baseline: unknown model 'ghost' (known: tiny-shapes)"),
+        (
+            lambda c: c["models"]["tiny-shapes"]["train"].update(dataset="nowhere"),
+            "config error: models.tiny-shapes.train.dataset: unknown dataset 'nowhere'"
+            " (known: shapes-train, shapes-test, shapes-classes)",
+        ),
+        (
+            lambda c: c.update(evaluate=[{"model": "tiny-shapes", "dataset": "shapes-train"}]),
+            "config error: evaluate[0].dataset: dataset 'shapes-train' has task 'train', which is not evaluated",
+        ),
+        (
+            lambda c: c.update(evaluate=[{"model": "ghost", "dataset": "shapes-test"}]),
+            "config error: evaluate[0].model: unknown model 'ghost' (known: tiny-shapes)",
+        ),
+        (
+            lambda c: c.update(
+                evaluate=[{"model": "given", "dataset": "shapes-classes"}],
+                models={"given": {"features": {"shapes-test": {"images": "Snakefile", "texts": "Snakefile"}}}},
+            ),
+            "config error: evaluate[0]: model 'given' has no features for dataset 'shapes-classes'",
+        ),
+        (
+            lambda c: c.update(compare={"baseline": "ghost"}),
+            "config error: compare.baseline: unknown model 'ghost' (known: tiny-shapes)",
+        ),
         (lambda c: c.update(knn={"top_k": 0}), "config error: knn.top_k: 0 is less than the minimum of 1"),
-        (lambda c: c.update(knn={"top_k": 5}),
-         "config error: knn.top_k: 5 is too few: R@10 needs at least 10 predictions (Rsum always uses R@10)"),
-        (lambda c: c["models"].update(bad={"arch": "ViT-B-32"}),
-         "config error: models.bad: a model gives arch with pretrained, arch with train, or features alone; it gives arch"),
-        (lambda c: c["datasets"]["shapes-test"].update(num_imagess=5),
-         "config error: datasets.shapes-test: unknown key 'num_imagess' (allowed: first_image_id, format, num_images, protocol,"
-         " seed, task)"),
-        (lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
-         "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: cifar, cnclip, coco, imagefolder,"
-         " karpathy, shapes)"),
-        (lambda c: c["datasets"].update(flickr={"format": "karpathy", "task": "retrieval", "annotations": "nope.json",
-                                                "images": "config"}),
-         "config error: datasets.flickr.annotations: file nope.json not found"),
-        (lambda c: c["datasets"].update(flickr={"format": "karpathy", "task": "retrieval", "annotations": "Snakefile",
-                                                "images": "images/"}),
-         "config error: datasets.flickr.images: folder images/ not found"),
-        (lambda c: c["models"].update(mine={"arch": "clipeval-tiny", "pretrained": "weights/mine.pt"}),
-         "config error: models.mine.pretrained: file weights/mine.pt not found"),
-        (lambda c: c["models"].update(given={"features": {"nowhere": {"images": "i.jsonl", "texts": "t.jsonl"}}}),
-         "config error: models.given.features.nowhere: unknown dataset 'nowhere'"
-         " (known: shapes-train, shapes-test, shapes-classes)"),
-        (lambda c: c["models"].update(given={"features": {"shapes-test": {"images": "i.jsonl"}}}),
-         "config error: models.given.features.shapes-test: a retrieval dataset needs 'texts' features"),
-        (lambda c: c["models"].update(given={"features": {"shapes-train": {"images": "i.jsonl"}}}),
-         "config error: models.given.features.shapes-train: dataset 'shapes-train' has task 'train', which is not evaluated"),
-        (lambda c: c["models"].update(given={"features": {"shapes-test": {"images": "i.jsonl", "texts": "Snakefile"}}}),
-         "config error: models.given.features.shapes-test.images: file i.jsonl not found"),
+        (
+            lambda c: c.update(knn={"top_k": 5}),
+            "config error: knn.top_k: 5 is too few: R@10 needs at least 10 predictions (Rsum always uses R@10)",
+        ),
+        (
+            lambda c: c["models"].update(bad={"arch": "ViT-B-32"}),
+            "config error: models.bad: a model gives arch with pretrained, arch with train, or features alone; it gives arch",
+        ),
+        (
+            lambda c: c["datasets"]["shapes-test"].update(num_imagess=5),
+            "config error: datasets.shapes-test: unknown key 'num_imagess' (allowed: first_image_id, format, num_images, protocol,"
+            " seed, task)",
+        ),
+        (
+            lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
+            "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: cifar, cnclip, coco, imagefolder,"
+            " karpathy, shapes)",
+        ),
+        (
+            lambda c: c["datasets"].update(
+                flickr={"format": "karpathy", "task": "retrieval", "annotations": "nope.json", "images": "config"}
+            ),
+            "config error: datasets.flickr.annotations: file nope.json not found",
+        ),
+        (
+            lambda c: c["datasets"].update(
+                flickr={"format": "karpathy", "task": "retrieval", "annotations": "Snakefile", "images": "images/"}
+            ),
+            "config error: datasets.flickr.images: folder images/ not found",
+        ),
+        (
+            lambda c: c["models"].update(mine={"arch": "clipeval-tiny", "pretrained": "weights/mine.pt"}),
+            "config error: models.mine.pretrained: file weights/mine.pt not found",
+        ),
+        (
+            lambda c: c["models"].update(given={"features": {"nowhere": {"images": "i.jsonl", "texts": "t.jsonl"}}}),
+            "config error: models.given.features.nowhere: unknown dataset 'nowhere'"
+            " (known: shapes-train, shapes-test, shapes-classes)",
+        ),
+        (
+            lambda c: c["models"].update(given={"features": {"shapes-test": {"images": "i.jsonl"}}}),
+            "config error: models.given.features.shapes-test: a retrieval dataset needs 'texts' features",
+        ),
+        (
+            lambda c: c["models"].update(given={"features": {"shapes-train": {"images": "i.jsonl"}}}),
+            "config error: models.given.features.shapes-train: dataset 'shapes-train' has task 'train', which is not evaluated",
+        ),
+        (
+            lambda c: c["models"].update(
+                given={"features": {"shapes-test": {"images": "i.jsonl", "texts": "Snakefile"}}}
+            ),
+            "config error: models.given.features.shapes-test.images: file i.jsonl not found",
+        ),
     ],
 )
 def test_config_errors_are_reported(tmp_path, change, message):

@@ -14,8 +14,9 @@ from .errors import ClipevalError
 
 def command_names() -> list[str]:
     """Every subcommand, from the module names in commands/, without importing them."""
-    return sorted(info.name.replace("_", "-") for info in pkgutil.iter_modules(commands.__path__)
-                  if not info.name.startswith("_"))
+    return sorted(
+        info.name.replace("_", "-") for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_")
+    )
 
 
 def command_module(name: str):

@@ -30,9 +30,14 @@ def describe(error: jsonschema.ValidationError, prefix=()) -> str:
 
 def first_error(instance, schema, prefix=()) -> str | None:
     """The shallowest error, an unknown key first, described; a failed `oneOf` is described whole."""
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(instance),
-                    key=lambda error: (len(error.absolute_path), [str(part) for part in error.absolute_path],
-                                       error.validator != "additionalProperties"))
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(instance),
+        key=lambda error: (
+            len(error.absolute_path),
+            [str(part) for part in error.absolute_path],
+            error.validator != "additionalProperties",
+        ),
+    )
     return describe(errors[0], prefix) if errors else None
 
 
@@ -48,8 +53,9 @@ def config_error(config: dict, schema: dict, formats) -> str | None:
             return f"{where}: unknown format {entry['format']!r} (allowed: {', '.join(formats)})"
         if f"{entry['format']}_dataset" not in definitions:
             return f"{where}: the schema has no $defs/{entry['format']}_dataset"
-        found = first_error(entry, {"$defs": definitions, "$ref": f"#/$defs/{entry['format']}_dataset"},
-                            ["datasets", name])
+        found = first_error(
+            entry, {"$defs": definitions, "$ref": f"#/$defs/{entry['format']}_dataset"}, ["datasets", name]
+        )
         if found:
             return found
     return None

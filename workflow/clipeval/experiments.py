@@ -39,7 +39,9 @@ def read_record(path: Path) -> dict:
         raise ClipevalError(f"{path}: not an experiment record (no {', '.join(missing)})")
     wrong = [key for key in SHARED_SECTIONS if not isinstance(record[key], dict)]
     if wrong or not isinstance(record["config_files"], list):
-        raise ClipevalError(f"{path}: not an experiment record ({', '.join(wrong) or 'config_files'} of the wrong type)")
+        raise ClipevalError(
+            f"{path}: not an experiment record ({', '.join(wrong) or 'config_files'} of the wrong type)"
+        )
     if record["experiment"] != path.parent.name:
         raise ClipevalError(f"{path}: records experiment {record['experiment']!r}, not {path.parent.name!r}")
     for pair in record["scores"]:
@@ -93,14 +95,18 @@ def name_conflict(ours: dict, theirs: dict, their_path: Path) -> str | None:
         for name, entry in ours[section].items():
             if name in theirs[section] and entry != theirs[section][name]:
                 found = describe_differences(differences(entry, theirs[section][name]))
-                return (f"{section}.{name}: experiment {other!r} ({their_path}) defines it otherwise ({found});"
-                        f" both would write its results: {remedy}")
+                return (
+                    f"{section}.{name}: experiment {other!r} ({their_path}) defines it otherwise ({found});"
+                    f" both would write its results: {remedy}"
+                )
     for pair, settings in ours["scores"].items():
         if pair in theirs["scores"] and settings != theirs["scores"][pair]:
             found = differences(settings, theirs["scores"][pair])
-            return (f"{found[0][0]}: experiment {other!r} ({their_path}) scores {pair} with other settings"
-                    f" ({describe_differences(found)}); both would write its scores: give the model another"
-                    " name in one of them")
+            return (
+                f"{found[0][0]}: experiment {other!r} ({their_path}) scores {pair} with other settings"
+                f" ({describe_differences(found)}); both would write its scores: give the model another"
+                " name in one of them"
+            )
     return None
 
 
@@ -115,8 +121,10 @@ def experiment_conflict(record: dict, results: Path) -> str | None:
     if own.is_file():
         earlier = read_record(own)
         if earlier["config_files"] != record["config_files"]:
-            return (f"experiment: {record['experiment']!r} is the experiment of {', '.join(earlier['config_files'])}"
-                    f" ({own}): give this config another name (experiment: NAME), or delete {own.parent}")
+            return (
+                f"experiment: {record['experiment']!r} is the experiment of {', '.join(earlier['config_files'])}"
+                f" ({own}): give this config another name (experiment: NAME), or delete {own.parent}"
+            )
     for path, theirs in other_records(results, record["experiment"]):
         found = name_conflict(record, theirs, path)
         if found:
@@ -144,9 +152,17 @@ def listing(results: Path) -> list[dict]:
             model, _, dataset = pair.partition(" on ")
             row = scored.get((model, dataset))
             task = record["datasets"][dataset]["task"]
-            rows.append({"experiment": record["experiment"], "model": model, "dataset": dataset, "task": task,
-                         "metric": MAIN_METRIC[task], "value": _shown(row.get(MAIN_METRIC[task], "")) if row else "not run",
-                         "summary": str(summary) if row else ""})
+            rows.append(
+                {
+                    "experiment": record["experiment"],
+                    "model": model,
+                    "dataset": dataset,
+                    "task": task,
+                    "metric": MAIN_METRIC[task],
+                    "value": _shown(row.get(MAIN_METRIC[task], "")) if row else "not run",
+                    "summary": str(summary) if row else "",
+                }
+            )
     return rows
 
 

@@ -8,6 +8,14 @@ rule encode_classes:
         unpack(class_encode_inputs),
     output:
         classes=ARTIFACTS["class_features"],
+    log:
+        "logs/classify/{model}/{dataset}/classes.log",
+    cache: True
+    conda:
+        ENV_FILE
+    threads: COMPUTE_THREADS
+    resources:
+        **speed_knobs("extract"),
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,
@@ -16,14 +24,6 @@ rule encode_classes:
         numerics=config["numerics"],
         definition=definition,
         code=code_fingerprint("encode-classes"),
-    cache: True
-    threads: COMPUTE_THREADS
-    resources:
-        **speed_knobs("extract"),
-    log:
-        "logs/classify/{model}/{dataset}/classes.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval encode-classes --arch {params.arch} {params.pretrained} {params.preprocess}"
         " --precision {params.precision} --classes {input.classes} --output {output.classes}"
@@ -37,14 +37,14 @@ rule score_classification:
     output:
         metrics=ARTIFACTS["classification_scores"],
         ranks=ARTIFACTS["classification_ranks"],
-    params:
-        intervals=interval_options(),
-        result_config=result_config,
-        code=code_fingerprint("score-classification"),
     log:
         "logs/classify/{model}/{dataset}/score.log",
     conda:
         ENV_FILE
+    params:
+        intervals=interval_options(),
+        result_config=result_config,
+        code=code_fingerprint("score-classification"),
     shell:
         "python -m clipeval score-classification --image-feats {input.images} --class-feats {input.classes}"
         " --labels {input.labels} --classes {input.class_spec} --dataset-meta {input.dataset_meta}"

@@ -25,6 +25,7 @@ from clipeval.experiments import experiment_conflict, experiment_dir, record_pat
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.models.pretrained import is_checkpoint_path
 from clipeval.features.sharding import shard_count
+
 ENV_FILE = "../../envs/clipeval.yaml"
 
 # Rules run `python -m clipeval` from this checkout, so a conda environment
@@ -150,8 +151,11 @@ def compared_models():
     for model, dataset in evaluation_pairs():
         by_dataset.setdefault(dataset, []).append(model)
     baseline = config["compare"].get("baseline")
-    return {dataset: models for dataset, models in by_dataset.items()
-            if len(models) > 1 and (baseline is None or baseline in models)}
+    return {
+        dataset: models
+        for dataset, models in by_dataset.items()
+        if len(models) > 1 and (baseline is None or baseline in models)
+    }
 
 
 def check_config():
@@ -174,8 +178,10 @@ def check_config():
             evaluated(("models", name, "features", dataset), dataset)
             needed = {"retrieval": "texts", "classification": "classes"}[config["datasets"][dataset]["task"]]
             if needed not in files:
-                fail(f"{location(('models', name, 'features', dataset))}: a {config['datasets'][dataset]['task']}"
-                     f" dataset needs {needed!r} features")
+                fail(
+                    f"{location(('models', name, 'features', dataset))}: a {config['datasets'][dataset]['task']}"
+                    f" dataset needs {needed!r} features"
+                )
     if "baseline" in config["compare"]:
         known(("compare", "baseline"), config["compare"]["baseline"], "models")
     for index, entry in enumerate(config.get("evaluate", [])):
@@ -183,12 +189,16 @@ def check_config():
         evaluated(("evaluate", index, "dataset"), entry["dataset"])
         features = config["models"][entry["model"]].get("features")
         if features is not None and entry["dataset"] not in features:
-            fail(f"{location(('evaluate', index))}: model {entry['model']!r} has no features for dataset"
-                 f" {entry['dataset']!r}")
+            fail(
+                f"{location(('evaluate', index))}: model {entry['model']!r} has no features for dataset"
+                f" {entry['dataset']!r}"
+            )
     deepest = max([*config["metrics"]["recall_at"], 10])
     if config["knn"]["top_k"] < deepest:
-        fail(f"knn.top_k: {config['knn']['top_k']} is too few: R@{deepest} needs at least {deepest} predictions"
-             " (Rsum always uses R@10)")
+        fail(
+            f"knn.top_k: {config['knn']['top_k']} is too few: R@{deepest} needs at least {deepest} predictions"
+            " (Rsum always uses R@10)"
+        )
     check_inputs()
     check_experiments()
 
@@ -238,8 +248,11 @@ def write_experiment_record():
 def entry_settings(dataset, kind):
     """(setting, value) for each setting of this kind (FILE, FOLDER, VALUE) that a dataset's entry gives."""
     entry = dataset_config(dataset)
-    return [(setting, entry[setting.key]) for setting in SOURCE_FORMATS[entry["format"]].settings
-            if setting.kind == kind and setting.key in entry]
+    return [
+        (setting, entry[setting.key])
+        for setting in SOURCE_FORMATS[entry["format"]].settings
+        if setting.kind == kind and setting.key in entry
+    ]
 
 
 def check_inputs():
@@ -249,15 +262,21 @@ def check_inputs():
     mistyped path of a prepared dataset would otherwise plan nothing and exit 0.
     """
     trained = {artifact("checkpoint", model=name) for name, entry in config["models"].items() if "train" in entry}
-    named = [(("datasets", dataset, setting.key), value, kind)
-             for dataset in config["datasets"] for kind in (FILE, FOLDER)
-             for setting, value in entry_settings(dataset, kind)]
+    named = [
+        (("datasets", dataset, setting.key), value, kind)
+        for dataset in config["datasets"]
+        for kind in (FILE, FOLDER)
+        for setting, value in entry_settings(dataset, kind)
+    ]
     for name, entry in config["models"].items():
         weights = entry.get("pretrained", "")
         if is_checkpoint_path(weights) and weights not in trained:
             named.append((("models", name, "pretrained"), weights, FILE))
-        named += [(("models", name, "features", dataset, kind), path, FILE)
-                  for dataset, files in entry.get("features", {}).items() for kind, path in files.items()]
+        named += [
+            (("models", name, "features", dataset, kind), path, FILE)
+            for dataset, files in entry.get("features", {}).items()
+            for kind, path in files.items()
+        ]
     for key, path, kind in named:
         if not (Path(path).is_dir() if kind == FOLDER else Path(path).exists()):
             fail(f"{location(key)}: {'folder' if kind == FOLDER else 'file'} {path} not found")
@@ -275,8 +294,9 @@ def definition(wildcards):
     change must reach every job's own params, or stale results would stay.
     """
     names = wildcards.keys()
-    return models_and_dataset([wildcards.model] if "model" in names else [],
-                              wildcards.dataset if "dataset" in names else None)
+    return models_and_dataset(
+        [wildcards.model] if "model" in names else [], wildcards.dataset if "dataset" in names else None
+    )
 
 
 def comparison_definition(wildcards):
@@ -299,8 +319,10 @@ def feature_files(model, dataset):
     """{images, texts | classes}: a model's features for a dataset, extracted or precomputed."""
     if is_features_model(model):
         return precomputed_features(model, dataset)
-    return {kind: artifact(f"{item}_features", model=model, dataset=dataset)
-            for kind, item in (("images", "image"), ("texts", "text"), ("classes", "class"))}
+    return {
+        kind: artifact(f"{item}_features", model=model, dataset=dataset)
+        for kind, item in (("images", "image"), ("texts", "text"), ("classes", "class"))
+    }
 
 
 # Every artifact's path, written once: rules name these as outputs, and input
@@ -431,7 +453,11 @@ def result_config(wildcards):
             "model": {"name": wildcards.model, **model},
             "dataset": {"name": wildcards.dataset, **dataset_config(wildcards.dataset)},
             **scoring_settings(wildcards.dataset),
-            **({} if is_features_model(wildcards.model) else {"extract": {"precision": model_precision(wildcards.model)}}),
+            **(
+                {}
+                if is_features_model(wildcards.model)
+                else {"extract": {"precision": model_precision(wildcards.model)}}
+            ),
         },
         sort_keys=True,
     )

@@ -9,17 +9,17 @@ rule compare_models:
         ranks=compared_ranks,
     output:
         comparisons=experiment_artifact("comparisons"),
+    log:
+        f"logs/compare/{experiment_name()}/{{dataset}}.log",
     wildcard_constraints:
         dataset=names_matching(compared_models()),
+    conda:
+        ENV_FILE
     params:
         models=comparison_options,
         intervals=interval_options(),
         definition=comparison_definition,
         code=code_fingerprint("compare-models"),
-    log:
-        f"logs/compare/{experiment_name()}/{{dataset}}.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval compare-models {input.ranks} {params.models} --dataset {wildcards.dataset}"
         " {params.intervals} --output {output.comparisons} > {log} 2>&1"

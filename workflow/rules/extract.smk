@@ -10,8 +10,12 @@ rule describe_model:
         unpack(weights_input),
     output:
         meta=ARTIFACTS["model_meta"],
+    log:
+        "logs/extract/{model}/meta.log",
     wildcard_constraints:
         model=names_matching(name for name in config["models"] if not is_features_model(name)),
+    conda:
+        ENV_FILE
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,
@@ -20,10 +24,6 @@ rule describe_model:
         numerics=config["numerics"],
         definition=definition,
         code=code_fingerprint("describe-model"),
-    log:
-        "logs/extract/{model}/meta.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval describe-model --arch {params.arch} {params.pretrained}"
         " --precision {params.precision} {params.preprocess} --numerics {params.numerics} --output {output.meta} > {log} 2>&1"
@@ -34,14 +34,14 @@ rule describe_features_model:
         precomputed_feature_files,
     output:
         meta=ARTIFACTS["model_meta"],
-    wildcard_constraints:
-        model=names_matching(name for name in config["models"] if is_features_model(name)),
-    params:
-        code=code_fingerprint("describe-features"),
     log:
         "logs/extract/{model}/meta.log",
+    wildcard_constraints:
+        model=names_matching(name for name in config["models"] if is_features_model(name)),
     conda:
         ENV_FILE
+    params:
+        code=code_fingerprint("describe-features"),
     shell:
         "python -m clipeval describe-features {input} --output {output.meta} > {log} 2>&1"
 
@@ -51,6 +51,14 @@ rule extract_text_features:
         unpack(text_extract_inputs),
     output:
         texts=ARTIFACTS["text_features"],
+    log:
+        "logs/extract/{model}/{dataset}/texts.log",
+    cache: True
+    conda:
+        ENV_FILE
+    threads: COMPUTE_THREADS
+    resources:
+        **speed_knobs("extract"),
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         pretrained=pretrained_option,
@@ -59,14 +67,6 @@ rule extract_text_features:
         numerics=config["numerics"],
         definition=definition,
         code=code_fingerprint("extract-features"),
-    cache: True
-    threads: COMPUTE_THREADS
-    resources:
-        **speed_knobs("extract"),
-    log:
-        "logs/extract/{model}/{dataset}/texts.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval extract-features --arch {params.arch} {params.pretrained} {params.preprocess}"
         " --precision {params.precision} --texts {input.texts} --text-output {output.texts}"
@@ -79,8 +79,16 @@ rule extract_image_shard:
         unpack(image_extract_inputs),
     output:
         shard=ARTIFACTS["image_shard"],
+    log:
+        "logs/extract/{model}/{dataset}/images-{shard}.log",
     wildcard_constraints:
         shard=r"\d+",
+    cache: True
+    conda:
+        ENV_FILE
+    threads: COMPUTE_THREADS
+    resources:
+        **speed_knobs("extract"),
     params:
         images=lambda wildcards: artifact("dataset_images", dataset=wildcards.dataset),
         shard_size=config["extract"]["shard_size"],
@@ -91,14 +99,6 @@ rule extract_image_shard:
         numerics=config["numerics"],
         definition=definition,
         code=code_fingerprint("extract-features"),
-    cache: True
-    threads: COMPUTE_THREADS
-    resources:
-        **speed_knobs("extract"),
-    log:
-        "logs/extract/{model}/{dataset}/images-{shard}.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval extract-features --arch {params.arch} {params.pretrained} {params.preprocess}"
         " --precision {params.precision} --images {params.images}"
@@ -112,13 +112,13 @@ rule gather_image_features:
         image_shards,
     output:
         images=ARTIFACTS["image_features"],
+    log:
+        "logs/extract/{model}/{dataset}/gather.log",
+    cache: True
+    conda:
+        ENV_FILE
     params:
         definition=definition,
         code=code_fingerprint("gather-features"),
-    cache: True
-    log:
-        "logs/extract/{model}/{dataset}/gather.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval gather-features {input} --id-key image_id --output {output.images} > {log} 2>&1"

@@ -12,7 +12,9 @@ def datasets_of_format(fmt):
 
 
 def source_files_to_track(wildcards):
-    return [path for setting, value in entry_settings(wildcards.dataset, FILE) for path in setting.files_to_track(value)]
+    return [
+        path for setting, value in entry_settings(wildcards.dataset, FILE) for path in setting.files_to_track(value)
+    ]
 
 
 def prepare_settings(wildcards):
@@ -80,7 +82,9 @@ def prepared_image_count(dataset):
 def image_shards(wildcards):
     shard_size = config["extract"]["shard_size"]
     count = shard_count(prepared_image_count(wildcards.dataset), shard_size) if shard_size else 1
-    return [artifact("image_shard", model=wildcards.model, dataset=wildcards.dataset, shard=index) for index in range(count)]
+    return [
+        artifact("image_shard", model=wildcards.model, dataset=wildcards.dataset, shard=index) for index in range(count)
+    ]
 
 
 def text_extract_inputs(wildcards):
@@ -117,8 +121,14 @@ def score_inputs(wildcards):
     }
     if retrieval_protocol(wildcards.dataset) == "full":
         # Folds rank within each fold; full-gallery top-k lists cannot be checked against that.
-        inputs.update({direction: artifact("predictions", model=wildcards.model, dataset=wildcards.dataset,
-                                           direction=direction) for direction in ("t2i", "i2t")})
+        inputs.update(
+            {
+                direction: artifact(
+                    "predictions", model=wildcards.model, dataset=wildcards.dataset, direction=direction
+                )
+                for direction in ("t2i", "i2t")
+            }
+        )
     return inputs
 
 
@@ -228,11 +238,17 @@ def report_files():
     files = [artifact("results_page"), artifact("provenance_page")]
     for dataset in evaluated_datasets("retrieval"):
         files += [artifact("recall_curves", dataset=dataset), artifact("rank_distribution", dataset=dataset)]
-        files += [artifact(name, dataset=dataset, model=model)
-                  for model in models_on(dataset) for name in ("t2i_failures", "i2t_failures")]
+        files += [
+            artifact(name, dataset=dataset, model=model)
+            for model in models_on(dataset)
+            for name in ("t2i_failures", "i2t_failures")
+        ]
     for dataset in evaluated_datasets("classification"):
         files.append(artifact("class_recall", dataset=dataset))
-        files += [artifact(name, dataset=dataset, model=model)
-                  for model in models_on(dataset) for name in ("confusion", "confused_pairs")]
+        files += [
+            artifact(name, dataset=dataset, model=model)
+            for model in models_on(dataset)
+            for name in ("confusion", "confused_pairs")
+        ]
     files += [artifact("forest_plot", dataset=dataset) for dataset in compared_models()]
     return files

@@ -6,19 +6,19 @@ rule knn:
         unpack(knn_inputs),
     output:
         predictions=ARTIFACTS["predictions"],
+    log:
+        "logs/knn/{model}/{dataset}/{direction}.log",
     wildcard_constraints:
         direction="t2i|i2t",
+    conda:
+        ENV_FILE
+    threads: COMPUTE_THREADS
+    resources:
+        **speed_knobs("knn"),
     params:
         top_k=config["knn"]["top_k"],
         definition=definition,
         code=code_fingerprint("make-topk-predictions"),
-    threads: COMPUTE_THREADS
-    resources:
-        **speed_knobs("knn"),
-    log:
-        "logs/knn/{model}/{dataset}/{direction}.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval make-topk-predictions --image-feats {input.images} --text-feats {input.texts}"
         " --top-k {params.top_k} --direction {wildcards.direction} --device {resources.device}"

@@ -13,20 +13,20 @@ for prepared_format in SOURCE_FORMATS.values():
         input:
             source_files_to_track,
         output:
+            **{written: ARTIFACTS[f"dataset_{written}"] for written in prepared_format.writes},
             images=directory(ARTIFACTS["dataset_images"]),
             meta=ARTIFACTS["dataset_meta"],
-            **{written: ARTIFACTS[f"dataset_{written}"] for written in prepared_format.writes},
+        log:
+            "logs/prepare/{dataset}.log",
         wildcard_constraints:
             dataset=datasets_of_format(prepared_format.name),
+        conda:
+            ENV_FILE
         params:
             format=prepared_format.name,
             settings=prepare_settings,
             image_folders=image_folder_digest,
             out_dir=lambda wildcards, output: str(Path(output.meta).parent),
             code=code_fingerprint("prepare", prepared_format.name),
-        log:
-            "logs/prepare/{dataset}.log",
-        conda:
-            ENV_FILE
         shell:
             "python -m clipeval prepare {params.format} {params.settings} --out {params.out_dir} > {log} 2>&1"

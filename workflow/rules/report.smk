@@ -23,14 +23,14 @@ rule report_tables:
             subcategory="provenance",
             labels={"table": "every result's provenance"},
         ),
-    params:
-        experiment=experiment_name(),
-        entries=score_entries(),
-        code=code_fingerprint("report-tables"),
     log:
         f"logs/report/{experiment_name()}/tables.log",
     conda:
         ENV_FILE
+    params:
+        experiment=experiment_name(),
+        entries=score_entries(),
+        code=code_fingerprint("report-tables"),
     shell:
         "python -m clipeval report-tables --experiment {params.experiment} {params.entries}"
         " --results {output.results} --provenance {output.provenance} > {log} 2>&1"
@@ -56,15 +56,15 @@ rule plot_retrieval:
             labels={"figure": "rank of the first correct item"},
         ),
         rank_data=experiment_artifact("rank_distribution_data"),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/plots.log",
     wildcard_constraints:
         dataset=names_matching(evaluated_datasets("retrieval")),
+    conda:
+        ENV_FILE
     params:
         entries=dataset_plot_entries,
         code=code_fingerprint("plot-dataset"),
-    log:
-        f"logs/report/{experiment_name()}/{{dataset}}/plots.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval plot-dataset --dataset {wildcards.dataset} {params.entries}"
         " --recall-curves {output.curves} --rank-distribution {output.ranks} > {log} 2>&1"
@@ -82,15 +82,15 @@ rule plot_classification:
             labels={"figure": "recall per class"},
         ),
         recall_data=experiment_artifact("class_recall_data"),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/plots.log",
     wildcard_constraints:
         dataset=names_matching(evaluated_datasets("classification")),
+    conda:
+        ENV_FILE
     params:
         entries=dataset_plot_entries,
         code=code_fingerprint("plot-dataset"),
-    log:
-        f"logs/report/{experiment_name()}/{{dataset}}/plots.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval plot-dataset --dataset {wildcards.dataset} {params.entries}"
         " --class-recall {output.recall} > {log} 2>&1"
@@ -108,14 +108,14 @@ rule plot_comparisons:
             labels={"figure": "paired comparisons"},
         ),
         forest_data=experiment_artifact("forest_plot_data"),
-    wildcard_constraints:
-        dataset=names_matching(compared_models()),
-    params:
-        code=code_fingerprint("plot-comparisons"),
     log:
         f"logs/report/{experiment_name()}/{{dataset}}/comparisons.log",
+    wildcard_constraints:
+        dataset=names_matching(compared_models()),
     conda:
         ENV_FILE
+    params:
+        code=code_fingerprint("plot-comparisons"),
     shell:
         "python -m clipeval plot-comparisons {input} --output {output.forest} > {log} 2>&1"
 
@@ -140,15 +140,15 @@ rule retrieval_failures:
             labels={"figure": "worst image → text queries"},
         ),
         i2t_shown=experiment_artifact("i2t_failures_data"),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
     wildcard_constraints:
         dataset=names_matching(evaluated_datasets("retrieval")),
+    conda:
+        ENV_FILE
     params:
         gallery=gallery_options,
         code=code_fingerprint("retrieval-failures"),
-    log:
-        f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval retrieval-failures --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
         " --images {input.images} --image-feats {input.image_feats} --texts {input.texts}"
@@ -175,15 +175,15 @@ rule classification_failures:
             subcategory="{model}",
             labels={"figure": "most confused classes"},
         ),
+    log:
+        f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
     wildcard_constraints:
         dataset=names_matching(evaluated_datasets("classification")),
+    conda:
+        ENV_FILE
     params:
         gallery=gallery_options,
         code=code_fingerprint("classification-failures"),
-    log:
-        f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval classification-failures --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
         " --images {input.images} --image-feats {input.image_feats} --class-feats {input.class_feats}"

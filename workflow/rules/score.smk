@@ -9,22 +9,20 @@ rule score_retrieval:
     output:
         metrics=ARTIFACTS["retrieval_scores"],
         ranks=ARTIFACTS["retrieval_ranks"],
+    log:
+        "logs/score/{model}/{dataset}.log",
+    conda:
+        ENV_FILE
     params:
         predictions=predictions_option,
         protocol=lambda wildcards: retrieval_protocol(wildcards.dataset),
         recall_at=" ".join(str(k) for k in config["metrics"]["recall_at"]),
         allow_without_positive=(
-            "--allow-queries-without-positive"
-            if config["metrics"]["allow_queries_without_positive"]
-            else ""
+            "--allow-queries-without-positive" if config["metrics"]["allow_queries_without_positive"] else ""
         ),
         intervals=interval_options(),
         result_config=result_config,
         code=code_fingerprint("score-retrieval"),
-    log:
-        "logs/score/{model}/{dataset}.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval score-retrieval --texts {input.texts}"
         " --image-feats {input.image_feats} --text-feats {input.text_feats} {params.predictions}"

@@ -12,13 +12,13 @@ rule summary:
         markdown=experiment_artifact("summary_markdown"),
         averages=experiment_artifact("averages"),
         comparisons=experiment_artifact("comparison_table"),
-    params:
-        entries=summary_entries(),
-        code=code_fingerprint("summarize"),
     log:
         f"logs/summary/{experiment_name()}.log",
     conda:
         ENV_FILE
+    params:
+        entries=summary_entries(),
+        code=code_fingerprint("summarize"),
     shell:
         "python -m clipeval summarize {params.entries} --csv {output.csv} --markdown {output.markdown}"
         " --averages {output.averages} --comparisons {output.comparisons} > {log} 2>&1"

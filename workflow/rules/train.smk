@@ -8,10 +8,16 @@ rule train:
         unpack(train_inputs),
     output:
         checkpoint=ARTIFACTS["checkpoint"],
+    log:
+        "logs/train/{model}.log",
     # Only models this config trains: a `pretrained:` path of the same shape
     # (another experiment's checkpoint) is a plain input.
     wildcard_constraints:
         model=names_matching(name for name, entry in config["models"].items() if "train" in entry),
+    cache: True
+    conda:
+        ENV_FILE
+    threads: COMPUTE_THREADS
     params:
         arch=lambda wildcards: model_config(wildcards.model)["arch"],
         dataset_dir=lambda wildcards, input: str(Path(input.meta).parent),
@@ -19,16 +25,11 @@ rule train:
         batch_size=lambda wildcards: model_config(wildcards.model)["train"]["batch_size"],
         lr=lambda wildcards: model_config(wildcards.model)["train"]["lr"],
         seed=lambda wildcards: model_config(wildcards.model)["train"]["seed"],
-        dataset_definition=lambda wildcards: json.dumps(dataset_config(model_config(wildcards.model)["train"]["dataset"]),
-                                                        sort_keys=True),
+        dataset_definition=lambda wildcards: json.dumps(
+            dataset_config(model_config(wildcards.model)["train"]["dataset"]), sort_keys=True
+        ),
         numerics=config["numerics"],
         code=code_fingerprint("train"),
-    cache: True
-    threads: COMPUTE_THREADS
-    log:
-        "logs/train/{model}.log",
-    conda:
-        ENV_FILE
     shell:
         "python -m clipeval train --arch {params.arch} --dataset {params.dataset_dir}"
         " --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr}"

@@ -44,7 +44,9 @@ def load_labels(path, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     for where, image_id, row in read_keyed_jsonl(path, "image_id"):
         label = row.get("label")
         if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < num_classes:
-            raise ClipevalError(f"{where}: image_id {image_id} has label {label!r}, not a class index below {num_classes}")
+            raise ClipevalError(
+                f"{where}: image_id {image_id} has label {label!r}, not a class index below {num_classes}"
+            )
         ids.append(image_id)
         labels.append(label)
     if not ids:
@@ -75,8 +77,12 @@ def ranked_classes(image_features: np.ndarray, class_features: np.ndarray) -> np
     tie on another machine.
     """
     rows = max(1, _SCORE_BUDGET_BYTES // (8 * class_features.size))
-    cosines = np.concatenate([exact_scores(image_features[start:start + rows, None, :], class_features[None, :, :])
-                              for start in range(0, len(image_features), rows)])
+    cosines = np.concatenate(
+        [
+            exact_scores(image_features[start : start + rows, None, :], class_features[None, :, :])
+            for start in range(0, len(image_features), rows)
+        ]
+    )
     logits = LOGIT_SCALE * cosines
     columns = np.broadcast_to(np.arange(logits.shape[1]), logits.shape)
     return np.lexsort((columns, -logits), axis=-1)
@@ -104,9 +110,11 @@ def headline_metrics(ranks: np.ndarray, labels: np.ndarray, num_classes: int) ->
 
 def classification_statistic(num_classes: int, rank_column=0, label_column=1):
     """samples {"images": [rows of (rank, label)]} -> the headline metrics."""
+
     def statistic(samples):
         rows = samples["images"][0]
         return headline_metrics(rows[:, rank_column], rows[:, label_column], num_classes)
+
     return statistic
 
 
@@ -123,8 +131,11 @@ def classification_metrics(labels: np.ndarray, ranked: np.ndarray, classnames: l
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.where(support > 0, hits / np.maximum(support, 1), np.nan)
         precision = np.where(predicted_count > 0, hits / np.maximum(predicted_count, 1), 0.0)
-        f1 = np.where(precision + np.nan_to_num(recall) > 0,
-                      2 * precision * np.nan_to_num(recall) / (precision + np.nan_to_num(recall)), 0.0)
+        f1 = np.where(
+            precision + np.nan_to_num(recall) > 0,
+            2 * precision * np.nan_to_num(recall) / (precision + np.nan_to_num(recall)),
+            0.0,
+        )
     present = support > 0
     notes = [f"top{k} is undefined with {num_classes} classes" for k in TOP_K if headline[f"top{k}"] is None]
     return {
@@ -164,8 +175,13 @@ def score_classification(image_ids, images, class_features, labels, classnames, 
     """(metrics, ranks record) for images already aligned with their labels."""
     ranked = ranked_classes(images, class_features)
     metrics = {"task": "classification", **classification_metrics(labels, ranked, classnames)}
-    record = {"task": "classification", "num_classes": len(classnames), "image_ids": image_ids.tolist(),
-              "labels": labels.tolist(), "ranks": true_class_ranks(ranked, labels).tolist()}
+    record = {
+        "task": "classification",
+        "num_classes": len(classnames),
+        "image_ids": image_ids.tolist(),
+        "labels": labels.tolist(),
+        "ranks": true_class_ranks(ranked, labels).tolist(),
+    }
     if bootstrap:
         statistic = classification_statistic(len(classnames))
         metrics["intervals"] = percentile_intervals(statistic, class_samples(record), bootstrap, seed)

@@ -8,11 +8,13 @@ PRECISIONS = ("fp32", "fp16", "bf16", "amp")
 
 def at_least(minimum):
     """An argparse type: an integer of `minimum` or more, else argparse's one-line error naming the option."""
+
     def integer(text) -> int:
         value = int(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
         return value
+
     return integer
 
 
@@ -34,7 +36,9 @@ def add_compute_options(parser, workers=False):
 
 
 def add_interval_options(parser):
-    parser.add_argument("--bootstrap", type=count, default=1000, help="bootstrap replicates for 95%% intervals; 0: none")
+    parser.add_argument(
+        "--bootstrap", type=count, default=1000, help="bootstrap replicates for 95%% intervals; 0: none"
+    )
     parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
 
 
@@ -54,4 +58,3 @@ def write_scores(args, metrics, record):
     if args.ranks_output:
         write_json(args.ranks_output, record, compact=True)
     write_json(args.output, metrics)
-

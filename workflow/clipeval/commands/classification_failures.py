@@ -32,10 +32,20 @@ def run(args):
     confusion = np.zeros((len(spec.classnames), len(spec.classnames)), dtype=np.int64)
     np.add.at(confusion, (truth, predicted), 1)
     plot_confusion(f"{args.title}: confusion matrix", confusion, spec.classnames, args.confusion_output)
-    figures.write_csv(figures.data_path(args.confusion_output), ["true \\ predicted", *spec.classnames],
-                      [[name, *row] for name, row in zip(spec.classnames, confusion.tolist())])
+    figures.write_csv(
+        figures.data_path(args.confusion_output),
+        ["true \\ predicted", *spec.classnames],
+        [[name, *row] for name, row in zip(spec.classnames, confusion.tolist())],
+    )
     pairs = confused_pairs(truth, predicted, args.failures)
     examples = [confusion_examples(image_ids, truth, predicted, true, guess, args.shown) for true, guess, _ in pairs]
-    plot_confused_pairs(f"{args.title}: most confused classes", pairs, examples, spec.classnames,
-                        confusion.sum(axis=1), thumbnails, args.pairs_output)
+    plot_confused_pairs(
+        f"{args.title}: most confused classes",
+        pairs,
+        examples,
+        spec.classnames,
+        confusion.sum(axis=1),
+        thumbnails,
+        args.pairs_output,
+    )
     print(f"wrote {args.confusion_output} and {args.pairs_output}")

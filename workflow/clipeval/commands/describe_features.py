@@ -17,7 +17,10 @@ def run(args):
     for path in args.files:
         if not path.is_file():
             raise ClipevalError(f"{path}: feature file not found")
-    write_json(args.output, {
-        "features": {str(path): "sha256:" + file_sha256(path) for path in args.files},
-        "versions": library_versions(),
-    })
+    write_json(
+        args.output,
+        {
+            "features": {str(path): "sha256:" + file_sha256(path) for path in args.files},
+            "versions": library_versions(),
+        },
+    )

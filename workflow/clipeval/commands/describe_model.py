@@ -1,7 +1,8 @@
 from pathlib import Path
 
 from clipeval.commands._options import add_model_options
-from clipeval.models.numerics import add_options as add_numerics_options, pin
+from clipeval.models.numerics import add_options as add_numerics_options
+from clipeval.models.numerics import pin
 
 HELP = "write a model's identity for provenance"
 LIBRARIES = ("torch", "open_clip_torch")
@@ -22,12 +23,15 @@ def run(args):
 
     check_arch(args.arch)
     check_pretrained(args.arch, args.pretrained)
-    write_json(args.output, {
-        "arch": args.arch,
-        "pretrained": args.pretrained,
-        "weights": weights_identity(args.pretrained),
-        "precision": args.precision,
-        "preprocess": parse_json_option(args.preprocess, "--preprocess"),
-        "numerics": {"profile": args.numerics, **code_path()},
-        "versions": library_versions(),
-    })
+    write_json(
+        args.output,
+        {
+            "arch": args.arch,
+            "pretrained": args.pretrained,
+            "weights": weights_identity(args.pretrained),
+            "precision": args.precision,
+            "preprocess": parse_json_option(args.preprocess, "--preprocess"),
+            "numerics": {"profile": args.numerics, **code_path()},
+            "versions": library_versions(),
+        },
+    )

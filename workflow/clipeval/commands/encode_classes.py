@@ -1,7 +1,8 @@
 from pathlib import Path
 
 from clipeval.commands._options import add_compute_options, add_model_options
-from clipeval.models.numerics import add_options as add_numerics_options, pin
+from clipeval.models.numerics import add_options as add_numerics_options
+from clipeval.models.numerics import pin
 
 HELP = "class embeddings from class names × prompt templates"
 LIBRARIES = ("torch", "open_clip_torch")
@@ -31,8 +32,15 @@ def run(args):
         args.arch, args.pretrained, device=device, preprocess=parse_json_option(args.preprocess, "--preprocess")
     )
     prompts = prompts_for(spec)
-    _, prompt_matrix = encode_texts(model, tokenizer, np.arange(len(prompts)), prompts,
-                                    batch_size=args.batch_size, device=device, precision=args.precision)
+    _, prompt_matrix = encode_texts(
+        model,
+        tokenizer,
+        np.arange(len(prompts)),
+        prompts,
+        batch_size=args.batch_size,
+        device=device,
+        precision=args.precision,
+    )
     classes = class_embeddings(prompt_matrix, len(spec.classnames))
     write_features(args.output, "class_id", np.arange(len(classes)), classes)
     print(f"encoded {len(spec.classnames)} classes from {len(prompts)} prompts")

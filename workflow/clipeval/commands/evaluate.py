@@ -17,7 +17,10 @@ def run(args):
     from clipeval.retrieval.predictions import load_predictions
     from clipeval.storage.jsonl import write_json
 
-    result = evaluate(load_ground_truth(args.ground_truth, args.direction),
-                      load_predictions(args.predictions, args.direction), args.recall_at)
+    result = evaluate(
+        load_ground_truth(args.ground_truth, args.direction),
+        load_predictions(args.predictions, args.direction),
+        args.recall_at,
+    )
     write_json(args.output, result)
     print(f"{args.direction}: {result['scoreJson']}")

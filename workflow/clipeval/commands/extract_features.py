@@ -1,7 +1,8 @@
 from pathlib import Path
 
 from clipeval.commands._options import add_compute_options, add_model_options, count
-from clipeval.models.numerics import add_options as add_numerics_options, pin
+from clipeval.models.numerics import add_options as add_numerics_options
+from clipeval.models.numerics import pin
 
 HELP = "encode a dataset's images and/or captions"
 LIBRARIES = ("torch", "torchvision", "open_clip_torch", "pillow")
@@ -46,8 +47,9 @@ def run(args):
     )
     speed = {"batch_size": args.batch_size, "device": device, "precision": args.precision}
     if store:
-        batches = iter_image_features(model, transform, store, image_ids, start=start, stop=stop,
-                                      num_workers=args.num_workers, **speed)
+        batches = iter_image_features(
+            model, transform, store, image_ids, start=start, stop=stop, num_workers=args.num_workers, **speed
+        )
         write_feature_batches(args.image_output, "image_id", batches)
     if captions:
         batches = iter_text_features(model, tokenizer, captions.text_ids, captions.texts, **speed)

@@ -11,8 +11,12 @@ def add_arguments(parser):
     parser.add_argument("--direction", choices=("t2i", "i2t"), required=True)
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
-    parser.add_argument("--search", default="auto", choices=("auto", "numpy", "faiss"),
-                        help="which float32 search finds the candidates: auto (default) times both on the CPU")
+    parser.add_argument(
+        "--search",
+        default="auto",
+        choices=("auto", "numpy", "faiss"),
+        help="which float32 search finds the candidates: auto (default) times both on the CPU",
+    )
 
 
 def run(args):
@@ -34,5 +38,7 @@ def run(args):
     write_jsonl(args.output, prediction_rows(query_ids, ids, scores, direction))
     where = "GPU" if searcher.uses_gpu else "CPU"
     timed = ", ".join(f"{name} {seconds * 1000:.3f}" for name, seconds in searcher.seconds_per_query.items())
-    print(f"{args.direction}: top-{ids.shape[1]} for {len(query_ids)} queries over {len(gallery_ids)} items"
-          f" ({searcher.chosen.name} search on the {where}{f'; ms per query: {timed}' if timed else ''})")
+    print(
+        f"{args.direction}: top-{ids.shape[1]} for {len(query_ids)} queries over {len(gallery_ids)} items"
+        f" ({searcher.chosen.name} search on the {where}{f'; ms per query: {timed}' if timed else ''})"
+    )

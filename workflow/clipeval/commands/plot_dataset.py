@@ -6,8 +6,14 @@ LIBRARIES = ("numpy", "matplotlib")
 
 def add_arguments(parser):
     parser.add_argument("--dataset", required=True)
-    parser.add_argument("--entry", nargs=2, action="append", required=True, metavar=("MODEL", "FILE"),
-                        help="a model and its ranks record (retrieval) or classification.json, in config order")
+    parser.add_argument(
+        "--entry",
+        nargs=2,
+        action="append",
+        required=True,
+        metavar=("MODEL", "FILE"),
+        help="a model and its ranks record (retrieval) or classification.json, in config order",
+    )
     parser.add_argument("--recall-curves", type=Path, help="retrieval: recall@K curves (PNG; their numbers as .csv)")
     parser.add_argument("--rank-distribution", type=Path, help="retrieval: ranks of the first correct item")
     parser.add_argument("--class-recall", type=Path, help="classification: recall per class")

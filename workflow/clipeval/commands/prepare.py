@@ -9,17 +9,27 @@ LIBRARIES = ("pillow", "lmdb", "numpy")
 
 def add_arguments(parser):
     parser.add_argument("format", choices=format_names(), help="the source format")
-    parser.add_argument("settings", nargs=argparse.REMAINDER,
-                        help="the format's settings and --out DIR (see: clipeval prepare FORMAT --help)")
+    parser.add_argument(
+        "settings",
+        nargs=argparse.REMAINDER,
+        help="the format's settings and --out DIR (see: clipeval prepare FORMAT --help)",
+    )
 
 
 def format_parser(source_format) -> argparse.ArgumentParser:
     """`clipeval prepare FORMAT`'s own options: one per key of the format's config entry, and --out."""
     parser = argparse.ArgumentParser(prog=f"clipeval prepare {source_format.name}", description=source_format.help)
     for setting in source_format.settings:
-        parser.add_argument(setting.flag, dest=setting.key, type=setting.type, required=setting.required,
-                            default=setting.default, choices=setting.choices, nargs="+" if setting.many else None,
-                            help=setting.help)
+        parser.add_argument(
+            setting.flag,
+            dest=setting.key,
+            type=setting.type,
+            required=setting.required,
+            default=setting.default,
+            choices=setting.choices,
+            nargs="+" if setting.many else None,
+            help=setting.help,
+        )
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the dataset directory to write")
     return parser
 

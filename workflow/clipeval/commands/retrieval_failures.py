@@ -41,21 +41,39 @@ def run(args):
         missing = set(record[direction]["query_ids"]) - set(ids.tolist())
         if missing:
             raise ClipevalError(f"{args.ranks}: {direction} query id {min(missing)} has no features in {path}")
-    folds = split_folds(captions, args.texts, FeatureSet(args.image_feats, *images),
-                        PROTOCOL_FOLD_SIZES[record["protocol"]])
+    folds = split_folds(
+        captions, args.texts, FeatureSet(args.image_feats, *images), PROTOCOL_FOLD_SIZES[record["protocol"]]
+    )
     text_of = dict(zip(captions.text_ids.tolist(), captions.texts))
     images_of = dict(zip(captions.text_ids.tolist(), captions.image_ids))
     captions_of = {}
     for text_id, image_ids in images_of.items():
         for image_id in image_ids.tolist():
             captions_of.setdefault(image_id, []).append(text_id)
-    t2i = retrieval_failures(record, "t2i", texts, images, lambda text_id: images_of[text_id],
-                             [fold_images for fold_images, _ in folds], args.failures, args.shown)
-    i2t = retrieval_failures(record, "i2t", images, texts, lambda image_id: captions_of.get(image_id, []),
-                             [np.sort(fold.text_ids) for _, fold in folds], args.failures, args.shown)
+    t2i = retrieval_failures(
+        record,
+        "t2i",
+        texts,
+        images,
+        lambda text_id: images_of[text_id],
+        [fold_images for fold_images, _ in folds],
+        args.failures,
+        args.shown,
+    )
+    i2t = retrieval_failures(
+        record,
+        "i2t",
+        images,
+        texts,
+        lambda image_id: captions_of.get(image_id, []),
+        [np.sort(fold.text_ids) for _, fold in folds],
+        args.failures,
+        args.shown,
+    )
     plot_text_to_image(f"{args.title}: worst text → image queries", t2i, text_of, thumbnails, args.t2i_output)
-    plot_image_to_text(f"{args.title}: worst image → text queries", i2t, text_of, captions_of, thumbnails,
-                       args.i2t_output)
+    plot_image_to_text(
+        f"{args.title}: worst image → text queries", i2t, text_of, captions_of, thumbnails, args.i2t_output
+    )
     for failures, output in ((t2i, args.t2i_output), (i2t, args.i2t_output)):
         write_json(output.with_suffix(".json"), [asdict(failure) for failure in failures])
     print(f"wrote {args.t2i_output} and {args.i2t_output}")

@@ -21,8 +21,9 @@ def run(args):
     from clipeval.reporting.provenance import result_provenance
 
     given = load_classification_inputs(args.classes, args.labels, args.image_feats, args.class_feats)
-    metrics, record = score_classification(given.image_ids, given.images, given.classes, given.labels,
-                                           given.spec.classnames, args.bootstrap, args.seed)
+    metrics, record = score_classification(
+        given.image_ids, given.images, given.classes, given.labels, given.spec.classnames, args.bootstrap, args.seed
+    )
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_scores(args, metrics, record)
     shown = {k: metrics[k] for k in ("top1", "top5", "mean_per_class_recall")}

@@ -30,17 +30,28 @@ def run(args):
     if bool(args.t2i) != bool(args.i2t):
         raise ClipevalError("give both --t2i and --i2t, or neither")
     if args.t2i and args.protocol != "full":
-        raise ClipevalError(f"--t2i/--i2t rank over the whole gallery; protocol {args.protocol} ranks within folds,"
-                            " so they cannot be checked: leave them out")
+        raise ClipevalError(
+            f"--t2i/--i2t rank over the whole gallery; protocol {args.protocol} ranks within folds,"
+            " so they cannot be checked: leave them out"
+        )
     captions = load_captions(args.texts)
     images = FeatureSet(args.image_feats, *read_features(args.image_feats, "image_id"))
     texts = FeatureSet(args.text_feats, *read_features(args.text_feats, "text_id"))
     check_same_dimension(images.path, images.matrix, texts.path, texts.matrix)
-    predictions = {"t2i": load_predictions(args.t2i, "t2i"), "i2t": load_predictions(args.i2t, "i2t")} if args.t2i else None
+    predictions = (
+        {"t2i": load_predictions(args.t2i, "t2i"), "i2t": load_predictions(args.i2t, "i2t")} if args.t2i else None
+    )
     metrics, record = score_retrieval(
-        captions, args.texts, images, texts, args.recall_at, protocol=args.protocol,
-        allow_without_positive=args.allow_queries_without_positive, predictions=predictions,
-        bootstrap=args.bootstrap, seed=args.seed,
+        captions,
+        args.texts,
+        images,
+        texts,
+        args.recall_at,
+        protocol=args.protocol,
+        allow_without_positive=args.allow_queries_without_positive,
+        predictions=predictions,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
     )
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_scores(args, metrics, record)

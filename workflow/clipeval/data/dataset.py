@@ -1,8 +1,8 @@
 """A prepared dataset directory: images.lmdb + texts.jsonl + meta.json."""
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -42,7 +42,9 @@ def caption_rows(captions: Captions) -> Iterable[dict]:
         yield {"text_id": int(text_id), "text": text, "image_ids": image_ids.tolist()}
 
 
-def write_class_files(out_dir, labels: list[tuple[int, int]], classnames: list[str], templates: list[str]) -> list[Path]:
+def write_class_files(
+    out_dir, labels: list[tuple[int, int]], classnames: list[str], templates: list[str]
+) -> list[Path]:
     """labels.jsonl and classes.json, for datasets that carry classification labels."""
     out_dir = Path(out_dir)
     write_jsonl(out_dir / "labels.jsonl", ({"image_id": i, "label": label} for i, label in labels))
@@ -51,7 +53,12 @@ def write_class_files(out_dir, labels: list[tuple[int, int]], classnames: list[s
 
 
 def write_texts_and_meta(
-    out_dir, captions: Captions | None, image_ids: np.ndarray, image_digests: dict[int, bytes], source: dict, extra_files=()
+    out_dir,
+    captions: Captions | None,
+    image_ids: np.ndarray,
+    image_digests: dict[int, bytes],
+    source: dict,
+    extra_files=(),
 ) -> dict:
     """Write texts.jsonl (when there are captions) and meta.json for images already in place; return meta."""
     out_dir = Path(out_dir)
@@ -93,8 +100,9 @@ def write_dataset(out_dir, prepared) -> dict:
     entries = sorted(entry.name for entry in out_dir.iterdir()) if out_dir.exists() else []
     foreign = [name for name in entries if not _is_dataset_entry(name)]
     if foreign:
-        raise ClipevalError(f"{out_dir}: holds {foreign[0]!r}, which is not part of a prepared dataset:"
-                            " write to a new or empty folder")
+        raise ClipevalError(
+            f"{out_dir}: holds {foreign[0]!r}, which is not part of a prepared dataset: write to a new or empty folder"
+        )
     with atomic_output(out_dir) as staging:
         staging.mkdir()
         return _write_into(staging, out_dir, prepared)
@@ -114,8 +122,9 @@ def _write_into(staging: Path, out_dir: Path, prepared) -> dict:
     if prepared.captions is not None:
         check_references(prepared.captions, image_ids, prepared.source.get("texts", out_dir / "texts.jsonl"))
     extra_files = write_class_files(staging, *prepared.classes) if prepared.classes else []
-    return write_texts_and_meta(staging, prepared.captions, image_ids, checksummed.digests, prepared.source,
-                                extra_files)
+    return write_texts_and_meta(
+        staging, prepared.captions, image_ids, checksummed.digests, prepared.source, extra_files
+    )
 
 
 def load_dataset_meta(dataset_dir) -> dict:

@@ -1,7 +1,7 @@
 """Images kept as files in a directory, as Flickr30k, COCO and ImageNet ship them."""
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from clipeval.data.image_lmdb import decode_image
 from clipeval.errors import ClipevalError

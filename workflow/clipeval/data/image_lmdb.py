@@ -8,8 +8,8 @@ import base64
 import binascii
 import io
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import lmdb
 import numpy as np
@@ -41,8 +41,10 @@ def decode_image(raw: bytes, where: str) -> Image.Image:
                 raise Image.DecompressionBombWarning(f"{width} × {height}")
             image.load()
     except (Image.DecompressionBombWarning, Image.DecompressionBombError):
-        raise ClipevalError(f"{where}: image has more than {MAX_IMAGE_PIXELS:,} pixels, not decoded"
-                            " (a decompression bomb, or not a benchmark image)") from None
+        raise ClipevalError(
+            f"{where}: image has more than {MAX_IMAGE_PIXELS:,} pixels, not decoded"
+            " (a decompression bomb, or not a benchmark image)"
+        ) from None
     except Exception as error:  # PIL raises many types for corrupt data
         raise ClipevalError(f"{where}: image does not decode ({type(error).__name__})") from None
     return image.convert("RGB")
@@ -101,9 +103,7 @@ class ImageStore:
     def _open(self):
         if self._env is None:
             try:
-                self._env = lmdb.open(
-                    str(self.path), readonly=True, lock=False, readahead=False, meminit=False
-                )
+                self._env = lmdb.open(str(self.path), readonly=True, lock=False, readahead=False, meminit=False)
             except lmdb.Error as error:
                 raise ClipevalError(f"{self.path}: not a readable LMDB ({error})") from None
         return self._env

@@ -61,7 +61,7 @@ def load_plain_pickle(path, handle):
     def pop_to_mark():
         for index in range(len(stack) - 1, -1, -1):
             if isinstance(stack[index], _Mark):
-                items = stack[index + 1:]
+                items = stack[index + 1 :]
                 del stack[index:]
                 return items
         raise ValueError("no MARK on the stack")
@@ -165,8 +165,12 @@ def _call(function, arguments, refuse):
     if not isinstance(function, _Global) or type(arguments) is not tuple:
         refuse("calling something other than numpy's array constructors")
     if tuple(function) in RECONSTRUCT:
-        if not (len(arguments) == 3 and arguments[0] == _Global(NDARRAY) and arguments[1] == (0,)
-                and arguments[2] in (b"b", "b")):
+        if not (
+            len(arguments) == 3
+            and arguments[0] == _Global(NDARRAY)
+            and arguments[1] == (0,)
+            and arguments[2] in (b"b", "b")
+        ):
             refuse(f"numpy array reconstruction with arguments {arguments!r}")
         return _Array()
     if tuple(function) == DTYPE:
@@ -183,8 +187,14 @@ def _build(target, state, refuse):
         return
     if not isinstance(target, _Array) or target.value is not None:
         refuse(f"setting the state of a {type(target).__name__}")
-    if not (type(state) is tuple and len(state) == 5 and state[0] == 1 and isinstance(state[2], _Uint8)
-            and state[3] is False and isinstance(state[4], bytes)):
+    if not (
+        type(state) is tuple
+        and len(state) == 5
+        and state[0] == 1
+        and isinstance(state[2], _Uint8)
+        and state[3] is False
+        and isinstance(state[4], bytes)
+    ):
         refuse("an array other than a C-ordered uint8 array with its bytes")
     shape, raw = state[1], state[4]
     if type(shape) is not tuple or not all(type(n) is int and n >= 0 for n in shape):

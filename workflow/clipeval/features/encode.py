@@ -85,8 +85,9 @@ def _blocks_per_batch(batch_size: int) -> int:
     return max(1, -(-batch_size // FORWARD_BLOCK))
 
 
-def iter_image_features(model, preprocess, store: ImageStore, image_ids, *, start=0, stop=None, batch_size,
-                        num_workers, device, precision):
+def iter_image_features(
+    model, preprocess, store: ImageStore, image_ids, *, start=0, stop=None, batch_size, num_workers, device, precision
+):
     """Yield (ids, float32 unit rows) for image_ids[start:stop], in order.
 
     `image_ids` is the dataset's whole ascending id list, so that blocks line
@@ -109,9 +110,9 @@ def iter_image_features(model, preprocess, store: ImageStore, image_ids, *, star
         for batch in tqdm(loader, desc="images", unit="batch", mininterval=5):
             for block in batch.split(FORWARD_BLOCK):
                 padded = _padded(block, FORWARD_BLOCK).to(device, dtype=input_dtype, non_blocking=True)
-                matrix = _normalised(model.encode_image(padded))[:len(block)]
+                matrix = _normalised(model.encode_image(padded))[: len(block)]
                 keep = slice(max(start - position, 0), min(stop - position, len(block)))
-                ids = image_ids[position:position + len(block)][keep]
+                ids = image_ids[position : position + len(block)][keep]
                 position += len(block)
                 if len(ids):
                     _check_finite(matrix[keep], ids, "image_id", precision)
@@ -127,9 +128,9 @@ def iter_text_features(model, tokenizer, text_ids: np.ndarray, texts: list[str],
     model, _, autocast = prepare_model_for_precision(model, precision, device)
     with torch.inference_mode(), autocast():
         for start in tqdm(forward_blocks(0, len(texts), len(texts)), desc="texts", unit="block", mininterval=5):
-            tokens = tokenizer(texts[start:start + FORWARD_BLOCK])
-            matrix = _normalised(model.encode_text(_padded(tokens, FORWARD_BLOCK).to(device)))[:len(tokens)]
-            ids = text_ids[start:start + len(tokens)]
+            tokens = tokenizer(texts[start : start + FORWARD_BLOCK])
+            matrix = _normalised(model.encode_text(_padded(tokens, FORWARD_BLOCK).to(device)))[: len(tokens)]
+            ids = text_ids[start : start + len(tokens)]
             _check_finite(matrix, ids, "text_id", precision)
             yield ids, matrix
 

@@ -73,8 +73,9 @@ def _piecewise_sha256(size: int, piece) -> str:
 
 def _jsonl_digest(path) -> str:
     with open(path, "rb") as handle:
-        return _piecewise_sha256(os.fstat(handle.fileno()).st_size,
-                                 lambda start, stop: os.pread(handle.fileno(), stop - start, start))
+        return _piecewise_sha256(
+            os.fstat(handle.fileno()).st_size, lambda start, stop: os.pread(handle.fileno(), stop - start, start)
+        )
 
 
 def _arrays_digest(arrays) -> str:
@@ -87,12 +88,18 @@ def _write_sidecar(path: Path, id_key: str, ids: np.ndarray, matrix: np.ndarray)
     round-trip through orjson's shortest form, and the checks read_features makes pass."""
     finite_and_nonzero = np.isfinite(matrix).all() and matrix.any(axis=1).all()
     unique_ids = (ids >= 0).all() and len(np.unique(ids)) == len(ids)
-    if not (finite_and_nonzero and unique_ids and matrix.shape[1] <= MAX_DIMENSION
-            and not _too_large(_norms(matrix)).any()):
+    if not (
+        finite_and_nonzero and unique_ids and matrix.shape[1] <= MAX_DIMENSION and not _too_large(_norms(matrix)).any()
+    ):
         return
     arrays = ids.astype("<i8").tobytes() + matrix.astype("<f4").tobytes()
-    header = {"jsonl_digest": _jsonl_digest(path), "arrays_digest": _arrays_digest(arrays), "id_key": id_key,
-              "count": len(ids), "dimension": matrix.shape[1]}
+    header = {
+        "jsonl_digest": _jsonl_digest(path),
+        "arrays_digest": _arrays_digest(arrays),
+        "id_key": id_key,
+        "count": len(ids),
+        "dimension": matrix.shape[1],
+    }
     with atomic_output(sidecar_path(path)) as temporary:
         Path(temporary).write_bytes(_SIDECAR_MAGIC + orjson.dumps(header) + b"\n" + arrays)
 
@@ -126,8 +133,11 @@ def _sidecar_contents(path: Path, id_key: str):
         if handle.readinto(arrays) != len(arrays):
             return None, None
     count, dimension = int(header["count"]), int(header["dimension"])
-    if (header["id_key"] != id_key or len(arrays) != count * (8 + 4 * dimension)
-            or _arrays_digest(arrays) != header["arrays_digest"]):
+    if (
+        header["id_key"] != id_key
+        or len(arrays) != count * (8 + 4 * dimension)
+        or _arrays_digest(arrays) != header["arrays_digest"]
+    ):
         return None, None
     return header, arrays
 
@@ -151,8 +161,10 @@ def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
         if not isinstance(feature, list) or not feature:
             raise ClipevalError(f"{where}: {id_key} {feature_id} has no feature list")
         if len(feature) > MAX_DIMENSION:
-            raise ClipevalError(f"{where}: {id_key} {feature_id} has {len(feature):,} feature values, more than the"
-                                f" {MAX_DIMENSION:,} clipeval reads")
+            raise ClipevalError(
+                f"{where}: {id_key} {feature_id} has {len(feature):,} feature values, more than the"
+                f" {MAX_DIMENSION:,} clipeval reads"
+            )
         ids.append(feature_id)
         rows.append(feature)
         places.append(where)
@@ -162,9 +174,7 @@ def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
     dims = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     if (dims != dims[0]).any():
         bad = int(np.argmax(dims != dims[0]))
-        raise ClipevalError(
-            f"{places[bad]}: {id_key} {ids[bad]} has dimension {dims[bad]}, expected {dims[0]}"
-        )
+        raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has dimension {dims[bad]}, expected {dims[0]}")
     try:
         with np.errstate(over="ignore"):  # past float32's range is infinite, refused by _check_values
             matrix = np.array(rows, dtype=np.float32)
@@ -183,8 +193,10 @@ def _check_numbers(id_key, ids, rows, places) -> None:
         return
     bad = next(index for index, row in enumerate(rows) if any(type(value) not in (int, float) for value in row))
     value = next(value for value in rows[bad] if type(value) not in (int, float))
-    raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a feature value that is not a number:"
-                        f" {orjson.dumps(value).decode()[:40]}")
+    raise ClipevalError(
+        f"{places[bad]}: {id_key} {ids[bad]} has a feature value that is not a number:"
+        f" {orjson.dumps(value).decode()[:40]}"
+    )
 
 
 # Past this norm, the float32 product of two features can overflow.
@@ -203,13 +215,16 @@ def _check_values(id_key, ids, matrix, places) -> None:
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
         bad = int(np.argmin(finite))
-        raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a NaN or infinite feature value"
-                            " (or one past float32's range)")
+        raise ClipevalError(
+            f"{places[bad]}: {id_key} {ids[bad]} has a NaN or infinite feature value (or one past float32's range)"
+        )
     norms = _norms(matrix)
     if _too_large(norms).any():
         bad = int(np.argmax(_too_large(norms)))
-        raise ClipevalError(f"{places[bad]}: {id_key} {ids[bad]} has a feature of norm {norms[bad]:.3g}, past the"
-                            f" {LARGEST_NORM:.3g} at which float32 products overflow")
+        raise ClipevalError(
+            f"{places[bad]}: {id_key} {ids[bad]} has a feature of norm {norms[bad]:.3g}, past the"
+            f" {LARGEST_NORM:.3g} at which float32 products overflow"
+        )
     zero = ~matrix.any(axis=1)
     if zero.any():
         bad = int(np.argmax(zero))
@@ -219,8 +234,7 @@ def _check_values(id_key, ids, matrix, places) -> None:
 def check_same_dimension(image_path, image_matrix, text_path, text_matrix) -> None:
     if image_matrix.shape[1] != text_matrix.shape[1]:
         raise ClipevalError(
-            f"{image_path} has {image_matrix.shape[1]}-dimensional features but "
-            f"{text_path} has {text_matrix.shape[1]}"
+            f"{image_path} has {image_matrix.shape[1]}-dimensional features but {text_path} has {text_matrix.shape[1]}"
         )
 
 
@@ -230,6 +244,7 @@ def gather_features(shard_paths, id_key: str) -> tuple[np.ndarray, np.ndarray]:
     ids = np.concatenate([part_ids for part_ids, _ in parts])
     if len(np.unique(ids)) != len(ids) or (np.diff(ids) <= 0).any():
         position = int(np.argmax(np.diff(ids) <= 0)) + 1
-        raise ClipevalError(f"shards out of order or overlapping at {id_key} {ids[position]}: "
-                            + ", ".join(str(p) for p in shard_paths))
+        raise ClipevalError(
+            f"shards out of order or overlapping at {id_key} {ids[position]}: " + ", ".join(str(p) for p in shard_paths)
+        )
     return ids, np.concatenate([matrix for _, matrix in parts])

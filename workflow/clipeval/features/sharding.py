@@ -12,8 +12,11 @@ def shard_bounds(num_images: int, shard_index: int, shard_size: int) -> tuple[in
     """[start, stop) of one shard: a consecutive run of positions in the ascending ids."""
     count = shard_count(num_images, shard_size)
     if not 0 <= shard_index < count:
-        layout = (f"{num_images} images make {count} shards of {shard_size}" if shard_size
-                  else "without a shard size there is one shard")
+        layout = (
+            f"{num_images} images make {count} shards of {shard_size}"
+            if shard_size
+            else "without a shard size there is one shard"
+        )
         raise ClipevalError(f"shard {shard_index} does not exist: {layout}")
     if shard_size == 0:
         return 0, num_images

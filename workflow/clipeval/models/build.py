@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import open_clip
-from open_clip.factory import load_state_dict
 import torch
+from open_clip.factory import load_state_dict
 
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
@@ -106,12 +106,20 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
             require_pretrained=bool(pretrained),
             **{_PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
         )
-    except (RuntimeError, AssertionError, KeyError, ValueError, AttributeError) as error:  # how open_clip reports a mismatch
+    except (
+        RuntimeError,
+        AssertionError,
+        KeyError,
+        ValueError,
+        AttributeError,
+    ) as error:  # how open_clip reports a mismatch
         # (AttributeError: big_vision weights for a model without big_vision's towers)
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if local and pretrained.endswith(BIG_VISION_SUFFIX) and isinstance(error, AttributeError):
-            raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: open_clip loads .npz (big_vision)"
-                                f" weights only into SigLIP-style models ({detail})") from None
+            raise ClipevalError(
+                f"{pretrained}: weights do not fit arch {arch!r}: open_clip loads .npz (big_vision)"
+                f" weights only into SigLIP-style models ({detail})"
+            ) from None
         if local:
             raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {detail}") from None
         raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None
@@ -133,7 +141,10 @@ def resolve_device(device: str) -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     number = gpu_number(device)
     if number is not None and number >= torch.cuda.device_count():
-        seen = f"torch sees {torch.cuda.device_count()} CUDA device(s)" if torch.cuda.is_available() \
+        seen = (
+            f"torch sees {torch.cuda.device_count()} CUDA device(s)"
+            if torch.cuda.is_available()
             else "torch sees no CUDA device"
+        )
         raise ClipevalError(f"device {device!r} requested but {seen}")
     return device

@@ -40,9 +40,12 @@ PORTABLE_THREADS = 2
 
 def add_options(parser) -> None:
     """--numerics and --threads, for the commands that compute with torch."""
-    parser.add_argument("--numerics", choices=PROFILES, default="portable",
-                        help="portable (default): the same bits on every x86-64 CPU with AVX2; native: the CPU's"
-                             " fastest code path")
+    parser.add_argument(
+        "--numerics",
+        choices=PROFILES,
+        default="portable",
+        help="portable (default): the same bits on every x86-64 CPU with AVX2; native: the CPU's fastest code path",
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch threads under --numerics native")
 
 
@@ -67,9 +70,11 @@ def pin(profile: str, threads: int | None = None) -> int:
     import torch
 
     if profile == "portable" and torch.backends.cpu.get_cpu_capability() != PORTABLE_CAPABILITY:
-        raise NumericsError(f"this CPU runs torch's {torch.backends.cpu.get_cpu_capability()} kernels, not"
-                            f" {PORTABLE_CAPABILITY}: the portable numerics profile needs an x86-64 CPU with AVX2"
-                            " (set numerics: native to run here, with numbers that differ from other machines)")
+        raise NumericsError(
+            f"this CPU runs torch's {torch.backends.cpu.get_cpu_capability()} kernels, not"
+            f" {PORTABLE_CAPABILITY}: the portable numerics profile needs an x86-64 CPU with AVX2"
+            " (set numerics: native to run here, with numbers that differ from other machines)"
+        )
 
     if threads:
         torch.set_num_threads(threads)
@@ -86,8 +91,10 @@ def _check_environment() -> None:
     for key, value in PORTABLE_ENVIRONMENT.items():
         given = os.environ.get(key)
         if given is not None and given.upper() != value.upper():
-            raise NumericsError(f"the environment sets {key}={given}, but the portable numerics profile needs"
-                                f" {key}={value}: unset it, or set numerics: native")
+            raise NumericsError(
+                f"the environment sets {key}={given}, but the portable numerics profile needs"
+                f" {key}={value}: unset it, or set numerics: native"
+            )
 
 
 def code_path() -> dict:

@@ -73,7 +73,7 @@ def train_clip(arch, dataset_dir, output, epochs, batch_size, lr, seed, weight_d
             step = epoch * steps_per_epoch + step_in_epoch
             for group in optimizer.param_groups:
                 group["lr"] = _cosine_lr(step, total_steps, steps_per_epoch, lr)
-            batch = order[step_in_epoch * batch_size:(step_in_epoch + 1) * batch_size]
+            batch = order[step_in_epoch * batch_size : (step_in_epoch + 1) * batch_size]
             image_features = model.encode_image(images[batch])
             text_features = model.encode_text(tokens[chosen_caption[batch]])
             loss = contrastive_loss(image_features, text_features, model.logit_scale)

@@ -59,8 +59,10 @@ def plot_rank_distribution(dataset: str, records: dict[str, dict], path) -> None
             labels = [bin_label(start, stop) for start, stop, _ in bins]
             positions = np.arange(len(bins)) + (index - (len(records) - 1) / 2) * width
             axis.bar(positions, shares, width=width, color=colours[model], label=model)
-            rows += [[model, direction, start, "" if stop is None else stop, count, share]
-                     for (start, stop, count), share in zip(bins, shares)]
+            rows += [
+                [model, direction, start, "" if stop is None else stop, count, share]
+                for (start, stop, count), share in zip(bins, shares)
+            ]
         axis.set_xticks(np.arange(len(labels)), labels=labels, rotation=45, ha="right")
         axis.set_xlabel("rank of the first correct item")
         axis.set_title(DIRECTION_TITLES[direction])
@@ -69,8 +71,9 @@ def plot_rank_distribution(dataset: str, records: dict[str, dict], path) -> None
     figure.suptitle(f"{dataset}: where the correct item ranks", fontweight="bold")
     figure.tight_layout()
     figures.save_figure(figure, path)
-    figures.write_csv(figures.data_path(path), ["model", "direction", "rank_from", "rank_to", "queries", "percent"],
-                      rows)
+    figures.write_csv(
+        figures.data_path(path), ["model", "direction", "rank_from", "rank_to", "queries", "percent"], rows
+    )
 
 
 def shown_classes(per_class: dict[str, dict[str, dict]]) -> list[str]:
@@ -101,11 +104,16 @@ def plot_class_recall(dataset: str, per_class: dict[str, dict[str, dict]], path)
     axis.set_xlim(0, 100)
     axis.set_xlabel("recall (% of the class's images classified as it)")
     hidden = len(next(iter(per_class.values()))) - len(names)
-    title = f"{dataset}: recall per class" + (f" (the {len(names)} hardest; {hidden} more in the CSV)" if hidden else "")
+    title = f"{dataset}: recall per class" + (
+        f" (the {len(names)} hardest; {hidden} more in the CSV)" if hidden else ""
+    )
     axis.set_title(title, fontweight="bold")
     axis.legend(loc="lower right", title="model")
     figure.tight_layout()
     figures.save_figure(figure, path)
-    all_rows = [[model, name, entry["recall"], entry["support"]]
-                for model, classes in per_class.items() for name, entry in classes.items()]
+    all_rows = [
+        [model, name, entry["recall"], entry["support"]]
+        for model, classes in per_class.items()
+        for name, entry in classes.items()
+    ]
     figures.write_csv(figures.data_path(path), ["model", "class", "recall", "images"], all_rows)

@@ -35,8 +35,9 @@ def top_items(query: np.ndarray, gallery: np.ndarray, gallery_ids: np.ndarray, c
     return gallery_ids[order], scores[order]
 
 
-def retrieval_failures(record: dict, direction: str, queries, gallery, positives_of, gallery_ids_of_fold,
-                       count: int, shown: int) -> list[Failure]:
+def retrieval_failures(
+    record: dict, direction: str, queries, gallery, positives_of, gallery_ids_of_fold, count: int, shown: int
+) -> list[Failure]:
     """The `count` worst queries of one direction of a ranks record.
 
     queries, gallery: (ids, matrix) of the query and gallery side's features;
@@ -53,8 +54,15 @@ def retrieval_failures(record: dict, direction: str, queries, gallery, positives
         fold_ids = gallery_ids_of_fold[int(folds[index])]
         rows = np.array([gallery_rows[int(i)] for i in fold_ids], dtype=np.int64)
         ids, scores = top_items(queries[1][query_rows[query_id]], gallery[1][rows], fold_ids, shown)
-        failures.append(Failure(query_id, int(ranks[index]), sorted(int(i) for i in positives_of(query_id)),
-                                ids.tolist(), scores.tolist()))
+        failures.append(
+            Failure(
+                query_id,
+                int(ranks[index]),
+                sorted(int(i) for i in positives_of(query_id)),
+                ids.tolist(),
+                scores.tolist(),
+            )
+        )
     return failures
 
 
@@ -66,7 +74,8 @@ def confused_pairs(labels: np.ndarray, predicted: np.ndarray, count: int) -> lis
     return [(int(pairs[i, 0]), int(pairs[i, 1]), int(counts[i])) for i in order]
 
 
-def confusion_examples(image_ids: np.ndarray, labels: np.ndarray, predicted: np.ndarray, true: int, guess: int,
-                       count: int) -> list[int]:
+def confusion_examples(
+    image_ids: np.ndarray, labels: np.ndarray, predicted: np.ndarray, true: int, guess: int, count: int
+) -> list[int]:
     """The lowest `count` image ids of class `true` classified as `guess`."""
     return np.sort(image_ids[(labels == true) & (predicted == guess)])[:count].tolist()

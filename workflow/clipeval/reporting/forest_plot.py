@@ -26,11 +26,23 @@ def plot_forest(dataset: str, comparisons: list[dict], task: str, path) -> None:
             if difference is None:
                 continue
             low, high = row["ci_low"], row["ci_high"]
-            colour = figures.CORRECT if low is not None and low > 0 else figures.WRONG if high is not None and high < 0 \
+            colour = (
+                figures.CORRECT
+                if low is not None and low > 0
+                else figures.WRONG
+                if high is not None and high < 0
                 else "#404040"
+            )
             if low is not None:
-                axis.errorbar(difference, position, xerr=[[difference - low], [high - difference]], fmt="o",
-                              color=colour, capsize=4, markersize=6)
+                axis.errorbar(
+                    difference,
+                    position,
+                    xerr=[[difference - low], [high - difference]],
+                    fmt="o",
+                    color=colour,
+                    capsize=4,
+                    markersize=6,
+                )
             else:
                 axis.plot(difference, position, "o", color=colour)
             rows.append([pair, column, difference, "" if low is None else low, "" if high is None else high])

@@ -47,21 +47,39 @@ def plot_text_to_image(title: str, failures: list[Failure], captions: dict[int, 
     sheet = Sheet(TEXT_COLUMN + (shown + 1) * (CELL + GAP), ROW * max(len(failures), 1), title)
     for row, failure in enumerate(failures):
         top = row * ROW + GAP
-        sheet.lines(0.15, top, [(_wrap(captions[failure.query_id]), "black"),
-                                (f"text_id {failure.query_id}", "#555555"),
-                                (f"correct image at rank {failure.rank}", figures.WRONG)])
+        sheet.lines(
+            0.15,
+            top,
+            [
+                (_wrap(captions[failure.query_id]), "black"),
+                (f"text_id {failure.query_id}", "#555555"),
+                (f"correct image at rank {failure.rank}", figures.WRONG),
+            ],
+        )
         correct = failure.positives[0]
         sheet.image(TEXT_COLUMN, top, CELL, thumbnails(correct), f"correct: {correct}", frame=figures.CORRECT)
         for column, (image_id, score) in enumerate(zip(failure.retrieved, failure.scores)):
             hit = image_id in failure.positives
-            sheet.image(TEXT_COLUMN + (column + 1) * (CELL + GAP), top, CELL, thumbnails(image_id),
-                        f"#{column + 1}  {score:.3f}", frame=figures.CORRECT if hit else None,
-                        title_colour=figures.CORRECT if hit else "black")
+            sheet.image(
+                TEXT_COLUMN + (column + 1) * (CELL + GAP),
+                top,
+                CELL,
+                thumbnails(image_id),
+                f"#{column + 1}  {score:.3f}",
+                frame=figures.CORRECT if hit else None,
+                title_colour=figures.CORRECT if hit else "black",
+            )
     sheet.save(path)
 
 
-def plot_image_to_text(title: str, failures: list[Failure], captions: dict[int, str],
-                       captions_of_image: dict[int, list[int]], thumbnails, path) -> None:
+def plot_image_to_text(
+    title: str,
+    failures: list[Failure],
+    captions: dict[int, str],
+    captions_of_image: dict[int, list[int]],
+    thumbnails,
+    path,
+) -> None:
     """Per failure: the image, its own captions, and the captions retrieved for it, correct ones in green."""
     shown = max([len(f.retrieved) for f in failures] + [1])
     title_room = 2 * GAP  # the image's title has two lines
@@ -70,15 +88,33 @@ def plot_image_to_text(title: str, failures: list[Failure], captions: dict[int, 
     sheet = Sheet(15, row_height * max(len(failures), 1), title)
     for row, failure in enumerate(failures):
         top = row * row_height + title_room
-        sheet.image(0.2, top, CELL, thumbnails(failure.query_id),
-                    f"image {failure.query_id}\nfirst correct at rank {failure.rank}", title_colour=figures.WRONG)
+        sheet.image(
+            0.2,
+            top,
+            CELL,
+            thumbnails(failure.query_id),
+            f"image {failure.query_id}\nfirst correct at rank {failure.rank}",
+            title_colour=figures.WRONG,
+        )
         own = captions_of_image[failure.query_id][:5]
-        sheet.lines(own_left, top, [("its captions:", "#555555")] +
-                    [(f"• {_wrap(captions[text_id], 1, 60)}", figures.CORRECT) for text_id in own])
-        sheet.lines(retrieved_left, top, [("retrieved:", "#555555")] + [
-            (f"#{place + 1}  {score:.3f}  {_wrap(captions[text_id], 1, 70)}",
-             figures.CORRECT if text_id in failure.positives else "black")
-            for place, (text_id, score) in enumerate(zip(failure.retrieved, failure.scores))])
+        sheet.lines(
+            own_left,
+            top,
+            [("its captions:", "#555555")]
+            + [(f"• {_wrap(captions[text_id], 1, 60)}", figures.CORRECT) for text_id in own],
+        )
+        sheet.lines(
+            retrieved_left,
+            top,
+            [("retrieved:", "#555555")]
+            + [
+                (
+                    f"#{place + 1}  {score:.3f}  {_wrap(captions[text_id], 1, 70)}",
+                    figures.CORRECT if text_id in failure.positives else "black",
+                )
+                for place, (text_id, score) in enumerate(zip(failure.retrieved, failure.scores))
+            ],
+        )
     sheet.save(path)
 
 
@@ -100,8 +136,15 @@ def plot_confusion(title: str, confusion: np.ndarray, classnames: list[str], pat
     if classes <= 12:
         for true in range(classes):
             for guess in range(classes):
-                axis.text(guess, true, str(confusion[true, guess]), ha="center", va="center", fontsize=9,
-                          color="white" if shares[true, guess] < 60 else "black")
+                axis.text(
+                    guess,
+                    true,
+                    str(confusion[true, guess]),
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if shares[true, guess] < 60 else "black",
+                )
     axis.set_xlabel("predicted class")
     axis.set_ylabel("true class")
     axis.set_title(title, fontweight="bold")
@@ -109,17 +152,31 @@ def plot_confusion(title: str, confusion: np.ndarray, classnames: list[str], pat
     figures.save_figure(figure, path)
 
 
-def plot_confused_pairs(title: str, pairs: list[tuple[int, int, int]], examples: list[list[int]],
-                        classnames: list[str], support: np.ndarray, thumbnails, path) -> None:
+def plot_confused_pairs(
+    title: str,
+    pairs: list[tuple[int, int, int]],
+    examples: list[list[int]],
+    classnames: list[str],
+    support: np.ndarray,
+    thumbnails,
+    path,
+) -> None:
     """Per confused pair: which class was taken for which, how often, and example images."""
     shown = max([len(e) for e in examples] + [1])
     text_column = 3.0
     sheet = Sheet(text_column + shown * (CELL + GAP), ROW * max(len(pairs), 1), title)
     for row, ((true, guess, count), ids) in enumerate(zip(pairs, examples)):
         top = row * ROW + GAP
-        sheet.lines(0.15, top, [(f"true: {classnames[true]}", figures.CORRECT),
-                                (f"predicted: {classnames[guess]}", figures.WRONG),
-                                (f"{count} of {int(support[true])} images", "black")], fontsize=10)
+        sheet.lines(
+            0.15,
+            top,
+            [
+                (f"true: {classnames[true]}", figures.CORRECT),
+                (f"predicted: {classnames[guess]}", figures.WRONG),
+                (f"{count} of {int(support[true])} images", "black"),
+            ],
+            fontsize=10,
+        )
         for column, image_id in enumerate(ids):
             sheet.image(text_column + column * (CELL + GAP), top, CELL, thumbnails(image_id), f"image {image_id}")
     if not pairs:

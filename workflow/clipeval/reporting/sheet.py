@@ -26,14 +26,29 @@ class Sheet:
         self.axis.set_xlim(0, width)
         self.axis.set_ylim(height + TITLE_HEIGHT, 0)
         self.axis.set_autoscale_on(False)  # pictures placed later must not move the limits
-        self.axis.text(width / 2, TITLE_HEIGHT / 2, title, ha="center", va="center", fontweight="bold",
-                       fontsize=figures.STYLE["axes.titlesize"] + 1)
+        self.axis.text(
+            width / 2,
+            TITLE_HEIGHT / 2,
+            title,
+            ha="center",
+            va="center",
+            fontweight="bold",
+            fontsize=figures.STYLE["axes.titlesize"] + 1,
+        )
 
     def _y(self, top: float) -> float:
         return top + TITLE_HEIGHT
 
-    def image(self, left: float, top: float, size: float, image, title: str = "", frame: str | None = None,
-              title_colour: str = "black") -> None:
+    def image(
+        self,
+        left: float,
+        top: float,
+        size: float,
+        image,
+        title: str = "",
+        frame: str | None = None,
+        title_colour: str = "black",
+    ) -> None:
         """`image` fitted into a size × size square (aspect kept), a coloured frame and a title above it."""
         pixels = np.asarray(image)
         height, width = pixels.shape[:2]
@@ -43,11 +58,13 @@ class Sheet:
         y0 = self._y(top) + (size - drawn_height) / 2
         self.axis.imshow(pixels, extent=(x0, x0 + drawn_width, y0 + drawn_height, y0), aspect="auto")
         if frame is not None:
-            self.axis.add_patch(Rectangle((x0, y0), drawn_width, drawn_height, fill=False, edgecolor=frame,
-                                          linewidth=4))
+            self.axis.add_patch(
+                Rectangle((x0, y0), drawn_width, drawn_height, fill=False, edgecolor=frame, linewidth=4)
+            )
         if title:
-            self.axis.text(left + size / 2, y0 - 0.05, title, ha="center", va="bottom", fontsize=CAPTION_SIZE,
-                           color=title_colour)
+            self.axis.text(
+                left + size / 2, y0 - 0.05, title, ha="center", va="bottom", fontsize=CAPTION_SIZE, color=title_colour
+            )
 
     def lines(self, left: float, top: float, lines: list[tuple[str, str]], fontsize: float = CAPTION_SIZE) -> None:
         """Blocks of (text, colour) from (left, top) down, one under the other (a block may hold newlines)."""

@@ -14,12 +14,23 @@ from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_json
 
 METRIC_COLUMNS = (
-    "t2i_R@1", "t2i_R@5", "t2i_R@10",
-    "i2t_R@1", "i2t_R@5", "i2t_R@10",
-    "rsum", "mean_recall",
-    "t2i_mean_recall", "i2t_mean_recall",
-    "t2i_mean_rank", "t2i_median_rank", "i2t_mean_rank", "i2t_median_rank",
-    "top1", "top5", "mean_per_class_recall",
+    "t2i_R@1",
+    "t2i_R@5",
+    "t2i_R@10",
+    "i2t_R@1",
+    "i2t_R@5",
+    "i2t_R@10",
+    "rsum",
+    "mean_recall",
+    "t2i_mean_recall",
+    "i2t_mean_recall",
+    "t2i_mean_rank",
+    "t2i_median_rank",
+    "i2t_mean_rank",
+    "i2t_median_rank",
+    "top1",
+    "top5",
+    "mean_per_class_recall",
 )
 COUNT_COLUMNS = ("protocol", "images", "texts", "classes")
 INTERVAL_BOUNDS = ("_ci_low", "_ci_high")
@@ -66,8 +77,9 @@ def columns_for(rows: list[dict]) -> list[str]:
     fixed = ["model", "dataset", "task", *METRIC_COLUMNS]
     present = {key for row in rows for key in row}
     bounds = INTERVAL_BOUNDS
-    extra = sorted(present - set(fixed) - set(COUNT_COLUMNS) - {k for k in present if k.endswith(bounds)},
-                   key=_column_sort_key)
+    extra = sorted(
+        present - set(fixed) - set(COUNT_COLUMNS) - {k for k in present if k.endswith(bounds)}, key=_column_sort_key
+    )
     metric_columns = [*METRIC_COLUMNS, *extra]
     interval_columns = [c + bound for c in metric_columns for bound in bounds if c + bound in present]
     return [*fixed, *extra, *COUNT_COLUMNS, *interval_columns]
@@ -110,8 +122,13 @@ def average_rows(rows: list[dict]) -> list[dict]:
     for row in rows:
         groups.setdefault((row["model"], row["task"]), []).append(row[MAIN_METRIC[row["task"]]])
     return [
-        {"model": model, "task": task, "metric": MAIN_METRIC[task], "datasets": len(values),
-         "average": sum(values) / len(values) if None not in values else None}
+        {
+            "model": model,
+            "task": task,
+            "metric": MAIN_METRIC[task],
+            "datasets": len(values),
+            "average": sum(values) / len(values) if None not in values else None,
+        }
         for (model, task), values in groups.items()
     ]
 
@@ -127,11 +144,18 @@ def comparison_rows(comparison: dict, dataset: str) -> list[dict]:
         if column not in differences:
             continue
         interval = intervals.get(column)
-        rows.append({
-            "dataset": dataset, "task": task, "first": first, "second": second,
-            "metric": column, "difference": differences[column],
-            "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
-        })
+        rows.append(
+            {
+                "dataset": dataset,
+                "task": task,
+                "first": first,
+                "second": second,
+                "metric": column,
+                "difference": differences[column],
+                "ci_low": interval[0] if interval else None,
+                "ci_high": interval[1] if interval else None,
+            }
+        )
     return rows
 
 
@@ -147,8 +171,10 @@ def comparisons_markdown(rows: list[dict]) -> list[str]:
         columns = ["dataset", "first − second", *metric_names]
         lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         for (dataset, first, second, _), metrics in pairs:
-            cells = [_cell({"d": m["difference"], "d_ci_low": m["ci_low"], "d_ci_high": m["ci_high"]}, "d")
-                     for m in (metrics[name] for name in metric_names)]
+            cells = [
+                _cell({"d": m["difference"], "d_ci_low": m["ci_low"], "d_ci_high": m["ci_high"]}, "d")
+                for m in (metrics[name] for name in metric_names)
+            ]
             lines.append("| " + " | ".join([dataset, f"{first} − {second}", *cells]) + " |")
         lines.append("")
     return lines
@@ -166,9 +192,13 @@ def headline_lines(rows: list[dict]) -> list[str]:
     """
     lines = [HEADLINE_START]
     for row in (row for row in rows if row["task"] == "retrieval"):
-        lines += ["", f"**{row['model']}** on **{row['dataset']}** ({row['images']} images, {row['texts']} captions):", "",
-                  "| direction | R@1 | R@5 | R@10 | mean recall (CN-CLIP) | mean rank | median rank |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"**{row['model']}** on **{row['dataset']}** ({row['images']} images, {row['texts']} captions):",
+            "",
+            "| direction | R@1 | R@5 | R@10 | mean recall (CN-CLIP) | mean rank | median rank |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for direction, name in DIRECTION_NAMES.items():
             cells = [_cell(row, f"{direction}_{metric}") for metric in ("R@1", "R@5", "R@10")]
             cells += [_number(row[f"{direction}_{metric}"]) for metric in ("mean_recall", "mean_rank", "median_rank")]
@@ -177,9 +207,18 @@ def headline_lines(rows: list[dict]) -> list[str]:
     classified = [row for row in rows if row["task"] == "classification"]
     if classified:
         lines += ["", "| model | dataset | top-1 | top-5 | mean per-class recall |", "|---|---|---|---|---|"]
-        lines += ["| " + " | ".join([row["model"], row["dataset"], *(_cell(row, metric) for metric in
-                                                                     ("top1", "top5", "mean_per_class_recall"))]) + " |"
-                  for row in classified]
+        lines += [
+            "| "
+            + " | ".join(
+                [
+                    row["model"],
+                    row["dataset"],
+                    *(_cell(row, metric) for metric in ("top1", "top5", "mean_per_class_recall")),
+                ]
+            )
+            + " |"
+            for row in classified
+        ]
     return lines + ["", HEADLINE_END]
 
 
@@ -188,7 +227,7 @@ def headline_block(text: str, where) -> str:
     start, end = text.find(HEADLINE_START), text.find(HEADLINE_END)
     if start < 0 or end < start:
         raise ValueError(f"{where}: no headline block ({HEADLINE_START} … {HEADLINE_END})")
-    return text[start:end + len(HEADLINE_END)]
+    return text[start : end + len(HEADLINE_END)]
 
 
 def embed_headline(readme, summary) -> None:
@@ -205,14 +244,21 @@ def render_markdown(rows, averages, comparisons) -> str:
     for task in MAIN_METRIC:
         task_rows = [row for row in rows if row["task"] == task]
         if task_rows:
-            shown = [c for c in columns_for(task_rows) if not c.endswith(INTERVAL_BOUNDS) and any(c in r for r in task_rows)]
+            shown = [
+                c for c in columns_for(task_rows) if not c.endswith(INTERVAL_BOUNDS) and any(c in r for r in task_rows)
+            ]
             lines += ["", f"### {task.capitalize()}", ""] + markdown_table(task_rows, shown)
     if averages:
         lines += ["", "## Average over datasets", ""]
         lines += markdown_table(averages, ["model", "task", "metric", "datasets", "average"])
     if comparisons:
-        lines += ["", "## Paired comparisons", "",
-                  "Differences of the first model minus the second, from the same resampled queries.", ""]
+        lines += [
+            "",
+            "## Paired comparisons",
+            "",
+            "Differences of the first model minus the second, from the same resampled queries.",
+            "",
+        ]
         lines += comparisons_markdown(comparisons)
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -233,7 +279,9 @@ def summarize(entries, comparison_paths, outputs: dict) -> list[dict]:
             comparisons += comparison_rows(comparison, record["dataset"])
     _write(outputs["csv"], render_csv(rows, columns_for(rows)))
     _write(outputs["averages"], render_csv(averages, ["model", "task", "metric", "datasets", "average"]))
-    _write(outputs["comparisons"], render_csv(
-        comparisons, ["dataset", "task", "first", "second", "metric", "difference", "ci_low", "ci_high"]))
+    _write(
+        outputs["comparisons"],
+        render_csv(comparisons, ["dataset", "task", "first", "second", "metric", "difference", "ci_low", "ci_high"]),
+    )
     _write(outputs["markdown"], render_markdown(rows, averages, comparisons))
     return rows

@@ -14,15 +14,21 @@ import pandas as pd
 from clipeval.reporting.summary import average_rows, summary_row
 from clipeval.storage.jsonl import read_json
 
-RETRIEVAL_COLUMNS = (
-    [(direction, label, f"{key}_{metric}", higher)
-     for key, direction in (("t2i", "text → image"), ("i2t", "image → text"))
-     for label, metric, higher in (("R@1", "R@1", True), ("R@5", "R@5", True), ("R@10", "R@10", True),
-                                   ("median rank", "median_rank", False))]
-    + [("both", "Rsum", "rsum", True), ("both", "mean recall", "mean_recall", True)]
-)
-CLASSIFICATION_COLUMNS = [("", "top-1", "top1", True), ("", "top-5", "top5", True),
-                          ("", "mean per-class recall", "mean_per_class_recall", True)]
+RETRIEVAL_COLUMNS = [
+    (direction, label, f"{key}_{metric}", higher)
+    for key, direction in (("t2i", "text → image"), ("i2t", "image → text"))
+    for label, metric, higher in (
+        ("R@1", "R@1", True),
+        ("R@5", "R@5", True),
+        ("R@10", "R@10", True),
+        ("median rank", "median_rank", False),
+    )
+] + [("both", "Rsum", "rsum", True), ("both", "mean recall", "mean_recall", True)]
+CLASSIFICATION_COLUMNS = [
+    ("", "top-1", "top1", True),
+    ("", "top-5", "top5", True),
+    ("", "mean per-class recall", "mean_per_class_recall", True),
+]
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin-bottom: 2em; font-size: 14px; }
@@ -49,7 +55,9 @@ def _best(rows: list[dict], key: str, higher: bool) -> set[int]:
     best = set()
     datasets = {row["dataset"] for row in rows}
     for dataset in datasets:
-        members = [(i, row[key]) for i, row in enumerate(rows) if row["dataset"] == dataset and row.get(key) is not None]
+        members = [
+            (i, row[key]) for i, row in enumerate(rows) if row["dataset"] == dataset and row.get(key) is not None
+        ]
         if len(members) > 1:
             target = (max if higher else min)(value for _, value in members)
             best |= {i for i, value in members if value == target}
@@ -73,33 +81,53 @@ def plain_table(name: str, records: list[dict], caption: str, index: list[str], 
     frame = pd.DataFrame(records).set_index(index)
     styled = frame.style.set_caption(caption).format(precision=2, na_rep="n/a").set_uuid(name)
     if left:
-        styled = styled.set_td_classes(pd.DataFrame(
-            [["config" if column in left else "" for column in frame.columns] for _ in range(len(frame))],
-            index=frame.index, columns=frame.columns))
+        styled = styled.set_td_classes(
+            pd.DataFrame(
+                [["config" if column in left else "" for column in frame.columns] for _ in range(len(frame))],
+                index=frame.index,
+                columns=frame.columns,
+            )
+        )
     return styled.to_html()
 
 
 def page(title: str, sections: list[str]) -> str:
     body = "\n".join(sections)
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
-            f"<style>{STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
+        f"<style>{STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )
 
 
 def results_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
     """entries: (model, dataset, metrics json path) in config order."""
     rows = [summary_row(model, dataset, read_json(path)) for model, dataset, path in entries]
-    sections = [f"<h1>{html.escape(experiment)}: results</h1>",
-                "<p>Percentages, 95% bootstrap intervals in brackets where computed; ranks are 1-based. "
-                "Bold: the best model on a dataset.</p>"]
+    sections = [
+        f"<h1>{html.escape(experiment)}: results</h1>",
+        "<p>Percentages, 95% bootstrap intervals in brackets where computed; ranks are 1-based. "
+        "Bold: the best model on a dataset.</p>",
+    ]
     retrieval = [row for row in rows if row["task"] == "retrieval"]
     classification = [row for row in rows if row["task"] == "classification"]
     if retrieval:
         sections.append(metric_table("retrieval", retrieval, RETRIEVAL_COLUMNS, "Image–text retrieval"))
     if classification:
-        sections.append(metric_table("classification", classification, CLASSIFICATION_COLUMNS, "Zero-shot classification"))
-    averages = [{"model": a["model"], "task": a["task"], "metric": a["metric"].replace("_", " "),
-                 "datasets": a["datasets"], "average": a["average"]} for a in average_rows(rows)]
-    sections.append(plain_table("averages", averages, "Average over datasets (each task's headline metric)", ["model", "task"]))
+        sections.append(
+            metric_table("classification", classification, CLASSIFICATION_COLUMNS, "Zero-shot classification")
+        )
+    averages = [
+        {
+            "model": a["model"],
+            "task": a["task"],
+            "metric": a["metric"].replace("_", " "),
+            "datasets": a["datasets"],
+            "average": a["average"],
+        }
+        for a in average_rows(rows)
+    ]
+    sections.append(
+        plain_table("averages", averages, "Average over datasets (each task's headline metric)", ["model", "task"])
+    )
     return page(f"{experiment}: results", sections)
 
 
@@ -121,8 +149,15 @@ def provenance_row(model: str, dataset: str, metrics: dict) -> dict:
 def provenance_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
     """For every number: the library versions, weights and data checksums, and the config that made it."""
     rows = [provenance_row(model, dataset, read_json(path)) for model, dataset, path in entries]
-    sections = [f"<h1>{html.escape(experiment)}: provenance</h1>",
-                "<p>What produced each (model, dataset) result, as recorded in its metrics file.</p>",
-                plain_table("provenance", rows, "Provenance of every result", ["model", "dataset"],
-                            left=("weights sha256", "dataset checksum", "libraries", "config"))]
+    sections = [
+        f"<h1>{html.escape(experiment)}: provenance</h1>",
+        "<p>What produced each (model, dataset) result, as recorded in its metrics file.</p>",
+        plain_table(
+            "provenance",
+            rows,
+            "Provenance of every result",
+            ["model", "dataset"],
+            left=("weights sha256", "dataset checksum", "libraries", "config"),
+        ),
+    ]
     return page(f"{experiment}: provenance", sections)

@@ -56,8 +56,10 @@ def check_list_lengths(predictions, ranked: np.ndarray, query_ids, depth: int) -
     short = lengths < depth
     if short.any():
         row = int(np.argmax(short))
-        raise ClipevalError(f"{predictions.path}: {predictions.direction.query_key} {query_ids[row]} has"
-                            f" {lengths[row]} predictions, R@{depth} needs {depth}")
+        raise ClipevalError(
+            f"{predictions.path}: {predictions.direction.query_key} {query_ids[row]} has"
+            f" {lengths[row]} predictions, R@{depth} needs {depth}"
+        )
 
 
 def evaluate(truth: GroundTruth, predictions, recall_ks=STANDARD_KS) -> dict:
@@ -69,8 +71,13 @@ def evaluate(truth: GroundTruth, predictions, recall_ks=STANDARD_KS) -> dict:
     return {
         "success": True,
         "score": score,
-        "scoreJson": {"score": score, "mean_recall": score,
-                      "r1": recall["R@1"], "r5": recall["R@5"], "r10": recall["R@10"]},
+        "scoreJson": {
+            "score": score,
+            "mean_recall": score,
+            "r1": recall["R@1"],
+            "r5": recall["R@5"],
+            "r10": recall["R@10"],
+        },
         "direction": predictions.direction.name,
         "recall": recall,
         "counts": {"queries": int(len(truth.query_ids)), "positive_pairs": int(len(truth.positive_ids))},

@@ -61,5 +61,7 @@ def queries_with_positive(truth: GroundTruth, query_name, path, allow: bool):
         )
     new_row = np.cumsum(has_positive) - 1
     kept_pairs = has_positive[truth.owner]
-    kept_truth = GroundTruth(truth.query_ids[has_positive], new_row[truth.owner[kept_pairs]], truth.positive_ids[kept_pairs])
+    kept_truth = GroundTruth(
+        truth.query_ids[has_positive], new_row[truth.owner[kept_pairs]], truth.positive_ids[kept_pairs]
+    )
     return has_positive, kept_truth

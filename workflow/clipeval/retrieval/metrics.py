@@ -17,12 +17,20 @@ from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import DIRECTIONS, IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.retrieval.ground_truth import (
-    caption_pairs, image_to_text_truth, queries_with_positive, text_to_image_truth,
+    caption_pairs,
+    image_to_text_truth,
+    queries_with_positive,
+    text_to_image_truth,
 )
 from clipeval.retrieval.predictions import aligned_predictions
 from clipeval.retrieval.ranks import first_positive_ranks
 from clipeval.retrieval.recall import (
-    STANDARD_KS, first_hit_positions, hit_matrix, mean_recall, recall_from_ranks, rsum,
+    STANDARD_KS,
+    first_hit_positions,
+    hit_matrix,
+    mean_recall,
+    recall_from_ranks,
+    rsum,
 )
 from clipeval.statistics.bootstrap import bootstrap_record, flatten, percentile_intervals, unflatten
 
@@ -50,8 +58,10 @@ def check_coverage(captions: Captions, texts_path, images: FeatureSet, texts: Fe
     """Text features match the captions one to one; every described image has a feature."""
     missing = ~np.isin(captions.text_ids, texts.ids)
     if missing.any():
-        raise ClipevalError(f"{texts.path}: no feature for text_id {captions.text_ids[np.argmax(missing)]}"
-                            f" ({int(missing.sum())} missing)")
+        raise ClipevalError(
+            f"{texts.path}: no feature for text_id {captions.text_ids[np.argmax(missing)]}"
+            f" ({int(missing.sum())} missing)"
+        )
     extra = ~np.isin(texts.ids, captions.text_ids)
     if extra.any():
         raise ClipevalError(f"{texts.path}: text_id {texts.ids[np.argmax(extra)]} is not in {texts_path}")
@@ -59,13 +69,17 @@ def check_coverage(captions: Captions, texts_path, images: FeatureSet, texts: Fe
     absent = ~np.isin(pair_images, images.ids)
     if absent.any():
         first = int(np.argmax(absent))
-        raise ClipevalError(f"{images.path}: no feature for image_id {pair_images[first]},"
-                            f" which text_id {pair_texts[first]} describes")
+        raise ClipevalError(
+            f"{images.path}: no feature for image_id {pair_images[first]}, which text_id {pair_texts[first]} describes"
+        )
 
 
 def subset_captions(captions: Captions, keep: np.ndarray) -> Captions:
-    return Captions(captions.text_ids[keep], [t for t, k in zip(captions.texts, keep) if k],
-                    [ids for ids, k in zip(captions.image_ids, keep) if k])
+    return Captions(
+        captions.text_ids[keep],
+        [t for t, k in zip(captions.texts, keep) if k],
+        [ids for ids, k in zip(captions.image_ids, keep) if k],
+    )
 
 
 def split_folds(captions: Captions, texts_path, images: FeatureSet, fold_size) -> list[tuple[np.ndarray, Captions]]:
@@ -74,17 +88,21 @@ def split_folds(captions: Captions, texts_path, images: FeatureSet, fold_size) -
     if fold_size is None:
         return [(image_ids, captions)]
     if len(image_ids) % fold_size:
-        raise ClipevalError(f"{images.path}: protocol folds-{fold_size // 1000}k needs a multiple of {fold_size}"
-                            f" images, there are {len(image_ids)}")
+        raise ClipevalError(
+            f"{images.path}: protocol folds-{fold_size // 1000}k needs a multiple of {fold_size}"
+            f" images, there are {len(image_ids)}"
+        )
     caption_folds = np.empty(len(captions), dtype=np.int64)
     for row, (text_id, ids) in enumerate(zip(captions.text_ids.tolist(), captions.image_ids)):
         folds = np.unique(np.searchsorted(image_ids, ids) // fold_size)
         if len(folds) > 1:
-            raise ClipevalError(f"{texts_path}: text_id {text_id} describes images in folds {folds[0]} and"
-                                f" {folds[1]}; folds need each caption's images in one fold")
+            raise ClipevalError(
+                f"{texts_path}: text_id {text_id} describes images in folds {folds[0]} and"
+                f" {folds[1]}; folds need each caption's images in one fold"
+            )
         caption_folds[row] = folds[0]
     return [
-        (image_ids[start:start + fold_size], subset_captions(captions, caption_folds == start // fold_size))
+        (image_ids[start : start + fold_size], subset_captions(captions, caption_folds == start // fold_size))
         for start in range(0, len(image_ids), fold_size)
     ]
 
@@ -104,13 +122,22 @@ def direction_ranks(direction, fold_images, fold_captions, images, texts, texts_
     full_truth = truth
     kept, truth = queries_with_positive(truth, query_name, texts_path, allow)
     ranks = first_positive_ranks(
-        queries.matrix_for(truth.query_ids), gallery.matrix_for(gallery_ids),
-        gallery_ids, truth.owner, truth.positive_ids,
+        queries.matrix_for(truth.query_ids),
+        gallery.matrix_for(gallery_ids),
+        gallery_ids,
+        truth.owner,
+        truth.positive_ids,
     )
     if predictions is not None:
         ranked = aligned_predictions(predictions, full_truth.query_ids, gallery_ids, ks)[kept]
-        check_predictions_agree(predictions, query_name, truth.query_ids, ranks, first_hit_positions(hit_matrix(ranked, truth)),
-                                ranked.shape[1])
+        check_predictions_agree(
+            predictions,
+            query_name,
+            truth.query_ids,
+            ranks,
+            first_hit_positions(hit_matrix(ranked, truth)),
+            ranked.shape[1],
+        )
     return truth.query_ids, ranks, int((~kept).sum())
 
 
@@ -150,10 +177,12 @@ def average_over_folds(per_fold: list[dict]) -> dict:
 
 def retrieval_statistic(ks, column=0):
     """samples {"t2i": [fold rows], "i2t": [fold rows]} -> fold-averaged metrics of one rank column."""
+
     def statistic(samples):
-        return average_over_folds([
-            fold_metrics(t2i[:, column], i2t[:, column], ks) for t2i, i2t in zip(samples["t2i"], samples["i2t"])
-        ])
+        return average_over_folds(
+            [fold_metrics(t2i[:, column], i2t[:, column], ks) for t2i, i2t in zip(samples["t2i"], samples["i2t"])]
+        )
+
     return statistic
 
 
@@ -167,8 +196,19 @@ def rank_samples(record: dict) -> dict:
     return samples
 
 
-def score_retrieval(captions: Captions, texts_path, images: FeatureSet, texts: FeatureSet, recall_ks, *,
-                    protocol="full", allow_without_positive=False, predictions=None, bootstrap=0, seed=0):
+def score_retrieval(
+    captions: Captions,
+    texts_path,
+    images: FeatureSet,
+    texts: FeatureSet,
+    recall_ks,
+    *,
+    protocol="full",
+    allow_without_positive=False,
+    predictions=None,
+    bootstrap=0,
+    seed=0,
+):
     """(metrics, ranks record): every retrieval metric in percent, its interval and the counts behind it.
 
     predictions ({"t2i": Predictions, "i2t": ...}), when given under the full
@@ -185,12 +225,23 @@ def score_retrieval(captions: Captions, texts_path, images: FeatureSet, texts: F
     for direction in DIRECTIONS:
         query_ids, ranks, fold_index, excluded[direction] = [], [], [], 0
         for fold, (fold_images, fold_captions) in enumerate(folds):
-            ids, fold_ranks, dropped = direction_ranks(direction, fold_images, fold_captions, images, texts, texts_path,
-                                                       allow_without_positive, check.get(direction), ks)
+            ids, fold_ranks, dropped = direction_ranks(
+                direction,
+                fold_images,
+                fold_captions,
+                images,
+                texts,
+                texts_path,
+                allow_without_positive,
+                check.get(direction),
+                ks,
+            )
             query_ids.append(ids), ranks.append(fold_ranks), fold_index.append(np.full(len(ids), fold))
             excluded[direction] += dropped
-        record[direction] = {name: np.concatenate(values).tolist()
-                             for name, values in (("query_ids", query_ids), ("ranks", ranks), ("folds", fold_index))}
+        record[direction] = {
+            name: np.concatenate(values).tolist()
+            for name, values in (("query_ids", query_ids), ("ranks", ranks), ("folds", fold_index))
+        }
     samples = rank_samples(record)
     statistic = retrieval_statistic(ks)
     per_fold = [statistic({d: [samples[d][f]] for d in samples}) for f in range(len(folds))]
@@ -199,8 +250,10 @@ def score_retrieval(captions: Captions, texts_path, images: FeatureSet, texts: F
         metrics["intervals"] = percentile_intervals(statistic, samples, bootstrap, seed)
     metrics["bootstrap"] = bootstrap_record(bootstrap, seed) if bootstrap else None
     if len(folds) > 1:
-        metrics["folds"] = [{**values, "counts": {"images": len(fold_images), "texts": len(fold_captions)}}
-                            for values, (fold_images, fold_captions) in zip(per_fold, folds)]
+        metrics["folds"] = [
+            {**values, "counts": {"images": len(fold_images), "texts": len(fold_captions)}}
+            for values, (fold_images, fold_captions) in zip(per_fold, folds)
+        ]
     metrics["counts"] = {
         "images": int(len(images.ids)),
         "texts": int(len(texts.ids)),

@@ -41,7 +41,7 @@ def load_predictions(path, direction: str) -> Predictions:
     width = max(len(ranked) for ranked in lists)
     ranked_ids = np.full((len(lists), width), PADDING, dtype=np.int64)
     for row, ranked in enumerate(lists):
-        ranked_ids[row, :len(ranked)] = ranked
+        ranked_ids[row, : len(ranked)] = ranked
     return Predictions(path, direction, np.array(query_ids, dtype=np.int64), ranked_ids)
 
 
@@ -58,9 +58,7 @@ def align_predictions(predictions: Predictions, query_ids: np.ndarray) -> np.nda
         )
     unknown = ~np.isin(sorted_ids, query_ids)
     if unknown.any():
-        raise ClipevalError(
-            f"{predictions.path}: prediction for unknown {query_name} {sorted_ids[np.argmax(unknown)]}"
-        )
+        raise ClipevalError(f"{predictions.path}: prediction for unknown {query_name} {sorted_ids[np.argmax(unknown)]}")
     return predictions.ranked_ids[order]
 
 
@@ -76,6 +74,8 @@ def aligned_predictions(predictions: Predictions, query_ids, gallery_ids, ks) ->
     predicted = ranked[ranked != PADDING]
     unknown = ~np.isin(predicted, gallery_ids)
     if unknown.any():
-        raise ClipevalError(f"{predictions.path}: predicted {predictions.direction.item_key}"
-                            f" {predicted[np.argmax(unknown)]} is not in the gallery")
+        raise ClipevalError(
+            f"{predictions.path}: predicted {predictions.direction.item_key}"
+            f" {predicted[np.argmax(unknown)]} is not in the gallery"
+        )
     return ranked

@@ -30,8 +30,9 @@ def score_tolerance(queries: np.ndarray, gallery: np.ndarray) -> float:
     return 2.0 * queries.shape[1] * np.finfo(np.float32).eps * largest
 
 
-def exact_pair_scores(queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray, columns: np.ndarray,
-                      pairs_per_step: int = 512) -> np.ndarray:
+def exact_pair_scores(
+    queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray, columns: np.ndarray, pairs_per_step: int = 512
+) -> np.ndarray:
     """exact_scores(queries[rows], gallery[columns]), the same bits, in bounded memory and without the
     float64 copies of both sides."""
     scores = np.empty(len(rows), dtype=np.float64)
@@ -40,7 +41,7 @@ def exact_pair_scores(queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray
     right = np.empty_like(left)
     for start in range(0, len(rows), pairs_per_step):
         stop = min(start + pairs_per_step, len(rows))
-        products, other = left[:stop - start], right[:stop - start]
+        products, other = left[: stop - start], right[: stop - start]
         # Cast both sides, then multiply in float64, as exact_scores does (so the multiply runs on two float64
         # arrays rather than casting as it goes); the sum runs along the same contiguous axis.
         np.copyto(products, queries[rows[start:stop]])
@@ -50,8 +51,9 @@ def exact_pair_scores(queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray
     return scores
 
 
-def exact_table_scores(queries: np.ndarray, gallery: np.ndarray, columns: np.ndarray,
-                       queries_per_step: int = 32) -> np.ndarray:
+def exact_table_scores(
+    queries: np.ndarray, gallery: np.ndarray, columns: np.ndarray, queries_per_step: int = 32
+) -> np.ndarray:
     """exact_scores(queries[:, None], gallery[columns]) for a (queries, m) table of gallery rows: the same
     bits, with each query cast to float64 once rather than once per pair, in bounded memory."""
     scores = np.empty(columns.shape, dtype=np.float64)
@@ -60,7 +62,7 @@ def exact_table_scores(queries: np.ndarray, gallery: np.ndarray, columns: np.nda
     query = np.empty((step, 1, gallery.shape[1]), dtype=np.float64)
     for start in range(0, len(columns), queries_per_step):
         stop = min(start + queries_per_step, len(columns))
-        rows_products, rows_query = products[:stop - start], query[:stop - start]
+        rows_products, rows_query = products[: stop - start], query[: stop - start]
         np.copyto(rows_query[:, 0], queries[start:stop])
         np.copyto(rows_products, gallery[columns[start:stop]])
         np.multiply(rows_products, rows_query, out=rows_products)

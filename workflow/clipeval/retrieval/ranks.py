@@ -108,6 +108,14 @@ def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids) -> 
             columns = slice(column_start, min(column_start + tile_columns, len(gallery)))
             shape = (rows.stop - rows.start, columns.stop - columns.start)
             size = shape[0] * shape[1]
-            ranks[rows] += _ahead_in_tile(queries, gallery, gallery_ids, best, rows, columns,
-                                          score_buffer[:size].reshape(shape), flag_buffer[:size].reshape(shape))
+            ranks[rows] += _ahead_in_tile(
+                queries,
+                gallery,
+                gallery_ids,
+                best,
+                rows,
+                columns,
+                score_buffer[:size].reshape(shape),
+                flag_buffer[:size].reshape(shape),
+            )
     return ranks

@@ -36,8 +36,7 @@ def unflatten(flat: dict) -> dict:
 
 def resample(samples: dict, rng: np.random.Generator) -> dict:
     return {
-        stream: [rows[rng.integers(0, len(rows), len(rows))] for rows in samples[stream]]
-        for stream in sorted(samples)
+        stream: [rows[rng.integers(0, len(rows), len(rows))] for rows in samples[stream]] for stream in sorted(samples)
     }
 
 
@@ -65,12 +64,18 @@ def percentile_intervals(statistic, samples: dict, replicates: int, seed: int) -
 def difference(first: dict, second: dict) -> dict:
     """first − second, number by number; None where either is undefined."""
     flat_second = flatten(second)
-    return unflatten({
-        path: None if value is None or flat_second[path] is None else value - flat_second[path]
-        for path, value in flatten(first).items()
-    })
+    return unflatten(
+        {
+            path: None if value is None or flat_second[path] is None else value - flat_second[path]
+            for path, value in flatten(first).items()
+        }
+    )
 
 
 def bootstrap_record(replicates: int, seed: int) -> dict:
-    return {"replicates": replicates, "seed": seed, "confidence": CONFIDENCE,
-            "method": "percentile; queries resampled with replacement within each fold"}
+    return {
+        "replicates": replicates,
+        "seed": seed,
+        "confidence": CONFIDENCE,
+        "method": "percentile; queries resampled with replacement within each fold",
+    }

@@ -15,7 +15,6 @@ from clipeval.retrieval.metrics import rank_samples, retrieval_statistic
 from clipeval.statistics.bootstrap import bootstrap_record, difference, percentile_intervals
 from clipeval.storage.jsonl import read_json
 
-
 RECORD_KEYS = {
     "retrieval": ("protocol", "folds", "recall_at", "t2i", "i2t"),
     "classification": ("num_classes", "image_ids", "labels", "ranks"),
@@ -27,16 +26,18 @@ def read_ranks_record(path) -> dict:
     record = read_json(path)
     keys = RECORD_KEYS.get(record.get("task"))
     if keys is None or any(key not in record for key in keys):
-        raise ClipevalError(f"{path}: not a ranks record (score-retrieval and score-classification write one"
-                            " with --ranks-output)")
+        raise ClipevalError(
+            f"{path}: not a ranks record (score-retrieval and score-classification write one with --ranks-output)"
+        )
     return record
 
 
 def _require_same(first, second, second_path, keys, what):
     for key in keys:
         if first[key] != second[key]:
-            raise ClipevalError(f"{second_path}: its {what} differ from the first model's;"
-                                " a paired comparison needs the same queries")
+            raise ClipevalError(
+                f"{second_path}: its {what} differ from the first model's; a paired comparison needs the same queries"
+            )
 
 
 def check_pairable(first: dict, second: dict, second_path) -> None:
@@ -46,7 +47,9 @@ def check_pairable(first: dict, second: dict, second_path) -> None:
     if first["task"] == "retrieval":
         _require_same(first, second, second_path, ("protocol", "folds", "recall_at"), "protocol, folds or recall_at")
         for direction in DIRECTIONS:
-            _require_same(first[direction], second[direction], second_path, ("query_ids", "folds"), f"{direction} queries")
+            _require_same(
+                first[direction], second[direction], second_path, ("query_ids", "folds"), f"{direction} queries"
+            )
     else:
         _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
 
@@ -60,8 +63,11 @@ def paired_samples(first: dict, second: dict, second_path):
         return samples, retrieval_statistic(first["recall_at"], 0), retrieval_statistic(first["recall_at"], 1)
     rows = np.column_stack([class_samples(first)["images"][0], second["ranks"]])
     num_classes = first["num_classes"]
-    return ({"images": [rows]}, classification_statistic(num_classes, 0, 1),
-            classification_statistic(num_classes, 2, 1))
+    return (
+        {"images": [rows]},
+        classification_statistic(num_classes, 0, 1),
+        classification_statistic(num_classes, 2, 1),
+    )
 
 
 def compare_models(names, first: dict, second: dict, second_path, replicates=0, seed=0) -> dict:
@@ -103,5 +109,7 @@ def compare_all(names, paths, baseline=None, replicates=0, seed=0) -> list[dict]
     # Every record against the first, so an error names the file that differs, whatever the pairs.
     for record, path in zip(records[1:], paths[1:]):
         check_pairable(records[0], record, path)
-    return [compare_models((names[i], names[j]), records[i], records[j], paths[j], replicates, seed)
-            for i, j in comparison_pairs(list(names), baseline)]
+    return [
+        compare_models((names[i], names[j]), records[i], records[j], paths[j], replicates, seed)
+        for i, j in comparison_pairs(list(names), baseline)
+    ]

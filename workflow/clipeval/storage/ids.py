@@ -2,7 +2,6 @@
 
 from clipeval.errors import ClipevalError
 
-
 # Ids are stored as int64 (numpy arrays, FAISS labels).
 ID_LIMIT = 2**63
 

@@ -1,7 +1,7 @@
 """jsonl reading (orjson, line by line) and writing (jsonlines with orjson)."""
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import jsonlines
 import orjson

@@ -12,8 +12,8 @@ Standard library only: Snakemake reads the records while it plans.
 
 import pathlib
 import pkgutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 # What a format writes besides images.lmdb and meta.json.
 CAPTIONS = ("texts",)
@@ -49,8 +49,13 @@ class Setting:
 
 IMAGE_DIRECTORY = Setting("images", "the image directory", kind=FOLDER, type=pathlib.Path, required=True)
 FIRST_IMAGE_ID = Setting("first_image_id", "ids count up from here in file order", type=int, default=0)
-TEMPLATES = Setting("templates", "a prompt template per line, {} standing for the class name", kind=FILE,
-                    type=pathlib.Path, required=True)
+TEMPLATES = Setting(
+    "templates",
+    "a prompt template per line, {} standing for the class name",
+    kind=FILE,
+    type=pathlib.Path,
+    required=True,
+)
 
 
 @dataclass
@@ -85,4 +90,3 @@ def format_names() -> list[str]:
 def source_format(name: str) -> SourceFormat:
     # __import__, as in cli.py: a job imports only its own format's module.
     return __import__(f"{__name__}.{name}", fromlist=["FORMAT"]).FORMAT
-

@@ -7,8 +7,8 @@ the pickle at all.
 """
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from PIL import Image
@@ -17,7 +17,6 @@ from clipeval.data.plain_pickle import load_plain_pickle
 from clipeval.data.sources import CLASSES, FILE, FIRST_IMAGE_ID, TEMPLATES, PreparedSource, Setting, SourceFormat
 from clipeval.data.text_lists import read_templates
 from clipeval.errors import ClipevalError
-
 
 # label key, class-names file, class-names key, per format
 LAYOUTS = {
@@ -76,7 +75,9 @@ def read_cifar(batch_path) -> tuple[str, np.ndarray, list[int], list[str]]:
     classnames = cifar_classnames(batch_path.parent / LAYOUTS[layout][1], layout)
     for index, label in enumerate(labels):
         if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < len(classnames):
-            raise ClipevalError(f"{batch_path}: image {index} has label {label!r}, not a class index below {len(classnames)}")
+            raise ClipevalError(
+                f"{batch_path}: image {index} has label {label!r}, not a class index below {len(classnames)}"
+            )
     return layout, data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), labels, classnames
 
 
@@ -91,7 +92,12 @@ def png_images(pixels: np.ndarray, first_image_id: int) -> Iterator[tuple[int, b
 def read(settings) -> PreparedSource:
     templates = read_templates(settings["templates"])
     layout, pixels, labels, classnames = read_cifar(settings["batch"])
-    source = {"format": "cifar", "layout": layout, "batch": str(settings["batch"]), "templates": str(settings["templates"])}
+    source = {
+        "format": "cifar",
+        "layout": layout,
+        "batch": str(settings["batch"]),
+        "templates": str(settings["templates"]),
+    }
     first = settings["first_image_id"]
     classes = (list(zip(range(first, first + len(labels)), labels)), classnames, templates)
     return PreparedSource(png_images(pixels, first), None, source, classes)
@@ -108,8 +114,14 @@ FORMAT = SourceFormat(
     help="a CIFAR-10/100 python batch (classification)",
     writes=CLASSES,
     settings=(
-        Setting("batch", "cifar-10-batches-py/test_batch or cifar-100-python/test (its meta file beside it)",
-                kind=FILE, type=Path, required=True, tracked_files=batch_files_to_track),
+        Setting(
+            "batch",
+            "cifar-10-batches-py/test_batch or cifar-100-python/test (its meta file beside it)",
+            kind=FILE,
+            type=Path,
+            required=True,
+            tracked_files=batch_files_to_track,
+        ),
         TEMPLATES,
         FIRST_IMAGE_ID,
     ),

@@ -1,13 +1,12 @@
 """Chinese-CLIP data: `*_imgs.tsv` (image_id TAB base64) or an image LMDB, plus `*_texts.jsonl`."""
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from clipeval.data.captions import load_captions
 from clipeval.data.image_lmdb import ImageStore, decode_base64, decode_image
 from clipeval.data.sources import CAPTIONS, FILE, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
-
 
 # A tsv line holds one base64 image: 64 MiB is a 48 MB image file, far above
 # any benchmark's, and keeps a file of one endless line from being read whole.
@@ -34,7 +33,9 @@ def read_image_tsv(path) -> Iterator[tuple[int, bytes]]:
             try:
                 image_id = int(fields[0])
             except ValueError:
-                raise ClipevalError(f"{where}: image_id {fields[0].decode(errors='replace')!r} is not an integer") from None
+                raise ClipevalError(
+                    f"{where}: image_id {fields[0].decode(errors='replace')!r} is not an integer"
+                ) from None
             if image_id < 0:
                 raise ClipevalError(f"{where}: image_id {image_id} is negative")
             if image_id in first_line_of:
@@ -77,8 +78,14 @@ FORMAT = SourceFormat(
     help="Chinese-CLIP *_imgs.tsv (or image LMDB) + *_texts.jsonl",
     writes=CAPTIONS,
     settings=(
-        Setting("images", "X_imgs.tsv, or an image LMDB directory in Chinese-CLIP's layout", kind=FILE, type=Path,
-                required=True, tracked_files=image_files_to_track),
+        Setting(
+            "images",
+            "X_imgs.tsv, or an image LMDB directory in Chinese-CLIP's layout",
+            kind=FILE,
+            type=Path,
+            required=True,
+            tracked_files=image_files_to_track,
+        ),
         Setting("texts", "X_texts.jsonl", kind=FILE, type=Path, required=True),
     ),
     read=read,

@@ -63,8 +63,12 @@ def read_id_list(path) -> list[int]:
 def read(settings) -> PreparedSource:
     only = read_id_list(settings["image_ids"]) if settings["image_ids"] else None
     files, captions = coco_captions(settings["annotations"], settings["images"], only)
-    source = {"format": "coco", "annotations": str(settings["annotations"]), "images": str(settings["images"]),
-              "image_ids": str(settings["image_ids"]) if settings["image_ids"] else None}
+    source = {
+        "format": "coco",
+        "annotations": str(settings["annotations"]),
+        "images": str(settings["images"]),
+        "image_ids": str(settings["image_ids"]) if settings["image_ids"] else None,
+    }
     return PreparedSource(read_image_files(files, settings["annotations"]), captions, source)
 
 

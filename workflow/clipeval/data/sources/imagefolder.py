@@ -13,7 +13,16 @@ that order.
 from pathlib import Path
 
 from clipeval.data.image_files import read_image_files
-from clipeval.data.sources import CLASSES, FILE, FIRST_IMAGE_ID, FOLDER, TEMPLATES, PreparedSource, Setting, SourceFormat
+from clipeval.data.sources import (
+    CLASSES,
+    FILE,
+    FIRST_IMAGE_ID,
+    FOLDER,
+    TEMPLATES,
+    PreparedSource,
+    Setting,
+    SourceFormat,
+)
 from clipeval.data.text_lists import nonblank_lines, read_templates
 from clipeval.errors import ClipevalError
 
@@ -55,8 +64,9 @@ def class_folders(root, entries, classnames_path) -> list[Path]:
         raise ClipevalError(f"{root}: {len(folders)} class folders but {len(entries)} class names in {classnames_path}")
     missing = [folder for folder in wanted if folder not in folders]
     if missing:
-        raise ClipevalError(f"{root}: no folder {missing[0]!r} for a class in {classnames_path}"
-                            f" ({len(missing)} missing)")
+        raise ClipevalError(
+            f"{root}: no folder {missing[0]!r} for a class in {classnames_path} ({len(missing)} missing)"
+        )
     extra = sorted(set(folders) - set(wanted))
     if extra:
         raise ClipevalError(f"{root}: folder {extra[0]!r} is not a class in {classnames_path} ({len(extra)} such)")
@@ -81,10 +91,15 @@ def image_files(folders: list[Path], first_image_id: int) -> tuple[list[tuple[in
 def read(settings) -> PreparedSource:
     entries = read_classnames(settings["classnames"])
     templates = read_templates(settings["templates"])
-    files, labels = image_files(class_folders(settings["images"], entries, settings["classnames"]),
-                                settings["first_image_id"])
-    source = {"format": "imagefolder", "images": str(settings["images"]), "classnames": str(settings["classnames"]),
-              "templates": str(settings["templates"])}
+    files, labels = image_files(
+        class_folders(settings["images"], entries, settings["classnames"]), settings["first_image_id"]
+    )
+    source = {
+        "format": "imagefolder",
+        "images": str(settings["images"]),
+        "classnames": str(settings["classnames"]),
+        "templates": str(settings["templates"]),
+    }
     classes = (labels, [name for _, name in entries], templates)
     return PreparedSource(read_image_files(files, settings["images"]), None, source, classes)
 
@@ -95,8 +110,13 @@ FORMAT = SourceFormat(
     writes=CLASSES,
     settings=(
         Setting("images", "one folder per class", kind=FOLDER, type=Path, required=True),
-        Setting("classnames", "a class per line, in index order: 'folder<TAB>name' or 'name'", kind=FILE, type=Path,
-                required=True),
+        Setting(
+            "classnames",
+            "a class per line, in index order: 'folder<TAB>name' or 'name'",
+            kind=FILE,
+            type=Path,
+            required=True,
+        ),
         TEMPLATES,
         FIRST_IMAGE_ID,
     ),

@@ -54,9 +54,16 @@ def karpathy_split(annotations, image_dir, splits, id_field=None) -> tuple[list[
 
 
 def read(settings) -> PreparedSource:
-    files, captions = karpathy_split(settings["annotations"], settings["images"], settings["split"], settings["image_id"])
-    source = {"format": "karpathy", "annotations": str(settings["annotations"]), "images": str(settings["images"]),
-              "split": settings["split"], "image_id": settings["image_id"]}
+    files, captions = karpathy_split(
+        settings["annotations"], settings["images"], settings["split"], settings["image_id"]
+    )
+    source = {
+        "format": "karpathy",
+        "annotations": str(settings["annotations"]),
+        "images": str(settings["images"]),
+        "split": settings["split"],
+        "image_id": settings["image_id"],
+    }
     return PreparedSource(read_image_files(files, settings["annotations"]), captions, source)
 
 

@@ -118,9 +118,18 @@ def _polygon(shape: str, cx: float, cy: float, r: float, rotation: float) -> lis
     if shape == "cross":
         w = r * 0.38
         return [
-            (cx - w, cy - r), (cx + w, cy - r), (cx + w, cy - w), (cx + r, cy - w),
-            (cx + r, cy + w), (cx + w, cy + w), (cx + w, cy + r), (cx - w, cy + r),
-            (cx - w, cy + w), (cx - r, cy + w), (cx - r, cy - w), (cx - w, cy - w),
+            (cx - w, cy - r),
+            (cx + w, cy - r),
+            (cx + w, cy - w),
+            (cx + r, cy - w),
+            (cx + r, cy + w),
+            (cx + w, cy + w),
+            (cx + w, cy + r),
+            (cx - w, cy + r),
+            (cx - w, cy + w),
+            (cx - r, cy + w),
+            (cx - r, cy - w),
+            (cx - w, cy - w),
         ]
     raise ValueError(f"unknown shape {shape!r}")
 
