@@ -18,10 +18,12 @@ include: "workflow/rules/common.smk"
 
 # The config against config/schema.yaml before any rule reads it: the first
 # error as one line naming the entry and key (common.smk). Then Snakemake's
-# own validation, which fills in the schema's defaults, and the checks that
-# span sections and the files the config names.
+# own validation, which fills in the schema's defaults, the defaults that
+# derive from other keys, and the checks that span sections and the files
+# the config names.
 check_schema()
 validate(config, "config/schema.yaml")
+fill_metric_defaults()
 check_config()
 
 

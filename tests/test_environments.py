@@ -8,8 +8,13 @@ import yaml
 from conftest import REPO
 
 # pip's names for what conda-forge calls otherwise.
-CONDA_NAME = {"torch": "pytorch", "open_clip_torch": "open-clip-torch", "lmdb": "python-lmdb",
-              "matplotlib": "matplotlib-base", "faiss-cpu": "faiss-gpu"}
+CONDA_NAME = {
+    "torch": "pytorch",
+    "open_clip_torch": "open-clip-torch",
+    "lmdb": "python-lmdb",
+    "matplotlib": "matplotlib-base",
+    "faiss-cpu": "faiss-gpu",
+}
 # Read while Snakemake plans, never by a job: they belong to the environment that runs Snakemake.
 PLANNING_ONLY = {"snakemake", "pyyaml", "jsonschema"}
 REQUIREMENT = re.compile(r"^([A-Za-z0-9_.-]+)\s*(?:(==|>=|=)\s*([^\s;]+))?")
@@ -26,10 +31,15 @@ def conda_dependencies():
 
 
 def test_the_conda_environment_pins_what_constraints_txt_pins():
-    pins = [requirement(line) for line in (REPO / "constraints.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("#")]
-    runtime = {requirement(dependency)[0] for dependency in
-               tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
+    pins = [
+        requirement(line)
+        for line in (REPO / "constraints.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    runtime = {
+        requirement(dependency)[0]
+        for dependency in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    }
     conda = conda_dependencies()
     for name, _, version in pins:
         if name not in runtime:

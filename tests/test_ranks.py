@@ -47,11 +47,26 @@ def score(truth, image_features, text_features, ks=(1, 5, 10), **options):
     )
 
 
+def test_only_the_asked_k_values_and_rsum_only_where_r1_r5_r10_are():
+    images = {1: [1, 0], 2: [1, 0], 3: [0, 1]}
+    texts = {10: [1, 0], 11: [0.6, 0.8], 12: [1, 0]}
+    truth = {10: [2], 11: [3], 12: [1]}
+    metrics, record = score(truth, images, texts, ks=(2, 1), bootstrap=20)
+    assert record["recall_at"] == [1, 2]
+    for direction in ("t2i", "i2t"):
+        assert metrics[direction] == pytest.approx(
+            {"R@1": 200 / 3, "R@2": 100.0, "mean_rank": 4 / 3, "median_rank": 1.0}
+        )
+        assert set(metrics["intervals"][direction]) == {"R@1", "R@2", "mean_rank", "median_rank"}
+    assert "rsum" not in metrics and "mean_recall" not in metrics
+    assert "rsum" not in metrics["intervals"]
+
+
 def test_hand_computed_ranks_with_a_tie():
     images = {1: [1, 0], 2: [1, 0], 3: [0, 1]}  # images 1 and 2 are identical
     texts = {10: [1, 0], 11: [0.6, 0.8], 12: [1, 0]}
     truth = {10: [2], 11: [3], 12: [1]}
-    metrics, record = score(truth, images, texts, ks=(1, 2))
+    metrics, record = score(truth, images, texts, ks=(1, 2, 5, 10))
     # t2i: text 10 sees 1 and 2 tied at the top; the tie goes to the lower id, so its image 2 ranks 2nd.
     assert record["t2i"]["query_ids"] == [10, 11, 12] and record["t2i"]["ranks"] == [2, 1, 1]
     # i2t: image 1 sees texts 10 and 12 tied; 10 goes first, so its text 12 ranks 2nd.

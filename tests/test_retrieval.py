@@ -5,10 +5,11 @@ from hypothesis import strategies as st
 
 from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
+from clipeval.metric_catalog import RSUM_KS
 from clipeval.retrieval.directions import DIRECTIONS
 from clipeval.retrieval.ground_truth import image_to_text_truth, queries_with_positive, text_to_image_truth
 from clipeval.retrieval.predictions import Predictions, aligned_predictions, load_predictions
-from clipeval.retrieval.recall import STANDARD_KS, hit_matrix, mean_recall, recall_from_hits, rsum
+from clipeval.retrieval.recall import hit_matrix, mean_recall, recall_from_hits, rsum
 
 
 def captions_from(pairs):
@@ -28,7 +29,7 @@ def predictions(direction, rows):
 
 def score_retrieval(captions, t2i, i2t, recall_ks, allow_without_positive=False):
     """Recall of both directions' top-k lists, through the steps `score-retrieval` checks predictions with."""
-    ks = sorted(set(recall_ks) | set(STANDARD_KS))
+    ks = sorted(set(recall_ks) | set(RSUM_KS))
     images, texts = np.sort(i2t.query_ids), np.sort(captions.text_ids)
     result = {"counts": {"images": len(images), "texts": len(texts)}}
     for predictions, truth, gallery in (

@@ -68,9 +68,11 @@ def test_rows_in_given_order_with_every_metric(tmp_path):
         "t2i_R@1",
         "t2i_R@5",
         "t2i_R@10",
+        "t2i_R@50",
         "i2t_R@1",
         "i2t_R@5",
         "i2t_R@10",
+        "i2t_R@50",
         "rsum",
         "mean_recall",
         "t2i_mean_recall",
@@ -82,7 +84,6 @@ def test_rows_in_given_order_with_every_metric(tmp_path):
         "top1",
         "top5",
         "mean_per_class_recall",
-        "t2i_R@50",
         "protocol",
         "images",
         "texts",
@@ -181,3 +182,64 @@ def test_the_headline_block_groups_directions(tmp_path):
     assert block[7].startswith("| image→text | ")
     assert block[9].startswith("Rsum 270.00 [260.00, 280.00], mean recall 45.00")
     assert block[-2] == "| m | classes-set | 61.50 [59.50, 63.50] | n/a | 60.25 [58.00, 62.50] |"
+
+
+def retrieval_without_r10():
+    """A retrieval metrics file scored with recall_at [1, 50]: no R@10, so no Rsum and no mean recall."""
+    direction = {"R@1": 30.0, "R@50": 90.0, "mean_rank": 12.5, "median_rank": 4.0}
+    return {
+        "task": "retrieval",
+        "protocol": "full",
+        "t2i": direction,
+        "i2t": {**direction, "R@1": 20.0},
+        "intervals": {"t2i": {k: [v - 1, v + 1] for k, v in direction.items()}, "i2t": {}},
+        "counts": {"images": 1000, "texts": 5000},
+    }
+
+
+def test_k_values_without_10_give_their_columns_and_no_rsum(tmp_path):
+    write_json(tmp_path / "r.json", retrieval_without_r10())
+    write_json(tmp_path / "c.json", classification(61.5))
+    summarize([("m", "flickr", tmp_path / "r.json"), ("m", "cifar", tmp_path / "c.json")], [], outputs(tmp_path))
+    rows = read_csv(tmp_path / "csv.out")
+    assert list(rows[0])[:13] == [
+        "model",
+        "dataset",
+        "task",
+        "t2i_R@1",
+        "t2i_R@50",
+        "i2t_R@1",
+        "i2t_R@50",
+        "t2i_mean_rank",
+        "t2i_median_rank",
+        "i2t_mean_rank",
+        "i2t_median_rank",
+        "top1",
+        "top5",
+    ]
+    assert not {"rsum", "mean_recall", "t2i_R@10"} & set(rows[0])
+    assert rows[0]["t2i_R@50"] == "90.0" and rows[0]["t2i_R@50_ci_high"] == "91.0"
+    markdown = (tmp_path / "markdown.out").read_text()
+    assert "| direction | R@1 | R@50 | mean rank | median rank |" in markdown
+    assert "| text→image | 30.00 [29.00, 31.00] | 90.00 [89.00, 91.00] | 12.50 | 4.00 |" in markdown
+    assert "Rsum" not in markdown
+    averages = read_csv(tmp_path / "averages.out")
+    assert [(a["task"], a["metric"], a["average"]) for a in averages] == [
+        ("retrieval", "mean_recall", ""),
+        ("classification", "top1", "61.5"),
+    ]
+
+
+def test_the_report_table_shows_every_k_asked_for(tmp_path):
+    from clipeval.reporting.tables import results_page
+
+    scored = metrics(30.0, {"R@50": 99.0})
+    scored["i2t"]["R@50"] = 98.0
+    write_json(tmp_path / "r.json", scored)
+    write_json(tmp_path / "k.json", retrieval_without_r10())
+    page = results_page("e", [("m", "flickr", tmp_path / "r.json")])
+    headers = [cell.split(">")[-1] for cell in page.split("</th>") if 'class="col_heading level1' in cell]
+    assert headers == ["R@1", "R@5", "R@10", "R@50", "median rank"] * 2 + ["Rsum", "mean recall"]
+    page = results_page("e", [("m", "flickr", tmp_path / "k.json")])
+    headers = [cell.split(">")[-1] for cell in page.split("</th>") if 'class="col_heading level1' in cell]
+    assert headers == ["R@1", "R@50", "median rank"] * 2

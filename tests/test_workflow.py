@@ -546,7 +546,15 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
         (lambda c: c.update(knn={"top_k": 0}), "config error: knn.top_k: 0 is less than the minimum of 1"),
         (
             lambda c: c.update(knn={"top_k": 5}),
-            "config error: knn.top_k: 5 is too few: R@10 needs at least 10 predictions (Rsum always uses R@10)",
+            "config error: knn.top_k: 5 is too few: R@10 needs at least 10 predictions",
+        ),
+        (
+            lambda c: c.update(knn={"top_k": 20}, metrics={"recall_at": [1, 50]}),
+            "config error: knn.top_k: 20 is too few: R@50 needs at least 50 predictions",
+        ),
+        (
+            lambda c: c.update(metrics={"recall_at": [1, 5, 5]}),
+            "config error: metrics.recall_at: [1, 5, 5] has non-unique elements",
         ),
         (
             lambda c: c["models"].update(bad={"arch": "ViT-B-32"}),
@@ -608,3 +616,27 @@ def test_config_errors_are_reported(tmp_path, change, message):
     result = snakemake(workdir, "--dry-run")
     assert result.returncode != 0
     assert message in result.stdout + result.stderr
+
+
+def test_top_k_defaults_to_the_largest_k_and_folds_need_no_top_k(tmp_path):
+    """knn's lists are as deep as the largest K asked for; a folds-1k dataset runs no knn, so its K values
+    do not bound knn.top_k."""
+    workdir = copy_workflow(tmp_path)
+    config_path = workdir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    del config["knn"]["top_k"]
+    config["metrics"]["recall_at"] = [1, 5, 10, 50]
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(workdir, "--dry-run", "--printshellcmds")
+    commands = [line for line in result.stdout.splitlines() if "clipeval make-topk-predictions" in line]
+    assert result.returncode == 0 and len(commands) == 2, result.stdout + result.stderr
+    assert all(" --top-k 50 " in command for command in commands)
+    scoring = [line for line in result.stdout.splitlines() if "clipeval score-retrieval" in line]
+    assert len(scoring) == 1 and " --recall-at 1 5 10 50 " in scoring[0]
+
+    config["knn"]["top_k"] = 5
+    config["datasets"]["shapes-test"]["protocol"] = "folds-1k"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(workdir, "--dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rule knn:" not in result.stdout

@@ -13,7 +13,7 @@ import csv
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
-from clipeval.reporting.summary import MAIN_METRIC
+from clipeval.metric_catalog import MAIN_METRIC
 from clipeval.storage.jsonl import read_json
 
 EXPERIMENTS_DIR = "experiments"

@@ -22,6 +22,7 @@ from clipeval.config_errors import config_error, location
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.errors import ClipevalError
 from clipeval.experiments import experiment_conflict, experiment_dir, record_path
+from clipeval.metric_catalog import DEFAULT_RECALL_AT
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.models.pretrained import is_checkpoint_path
 from clipeval.features.sharding import shard_count
@@ -158,6 +159,13 @@ def compared_models():
     }
 
 
+def fill_metric_defaults():
+    """The K values of R@K (the metric catalogue's unless the config names them), and top-k lists as deep as the
+    largest K unless knn.top_k is set."""
+    config["metrics"].setdefault("recall_at", list(DEFAULT_RECALL_AT))
+    config["knn"].setdefault("top_k", max(config["metrics"]["recall_at"]))
+
+
 def check_config():
     """Checks that span several config sections, which the schema cannot express; then the inputs."""
 
@@ -193,12 +201,13 @@ def check_config():
                 f"{location(('evaluate', index))}: model {entry['model']!r} has no features for dataset"
                 f" {entry['dataset']!r}"
             )
-    deepest = max([*config["metrics"]["recall_at"], 10])
-    if config["knn"]["top_k"] < deepest:
-        fail(
-            f"knn.top_k: {config['knn']['top_k']} is too few: R@{deepest} needs at least {deepest} predictions"
-            " (Rsum always uses R@10)"
-        )
+    deepest = max(config["metrics"]["recall_at"])
+    knn_runs = any(
+        config["datasets"][dataset]["task"] == "retrieval" and retrieval_protocol(dataset) == "full"
+        for _, dataset in evaluation_pairs()
+    )
+    if knn_runs and config["knn"]["top_k"] < deepest:
+        fail(f"knn.top_k: {config['knn']['top_k']} is too few: R@{deepest} needs at least {deepest} predictions")
     check_inputs()
     check_experiments()
 

@@ -1,5 +1,7 @@
 from pathlib import Path
 
+from clipeval.metric_catalog import DEFAULT_RECALL_AT
+
 HELP = "Chinese-CLIP compatible recall of one prediction file"
 LIBRARIES = ("numpy",)
 
@@ -9,7 +11,7 @@ def add_arguments(parser):
     parser.add_argument("predictions", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--direction", choices=("t2i", "i2t"), default="t2i")
-    parser.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
+    parser.add_argument("--recall-at", type=int, nargs="+", default=list(DEFAULT_RECALL_AT))
 
 
 def run(args):

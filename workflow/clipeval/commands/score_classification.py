@@ -18,6 +18,7 @@ def run(args):
     from clipeval.classification.inputs import load_classification_inputs
     from clipeval.classification.metrics import score_classification
     from clipeval.commands._options import write_scores
+    from clipeval.metric_catalog import CLASSIFICATION_METRICS
     from clipeval.reporting.provenance import result_provenance
 
     given = load_classification_inputs(args.classes, args.labels, args.image_feats, args.class_feats)
@@ -26,5 +27,5 @@ def run(args):
     )
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_scores(args, metrics, record)
-    shown = {k: metrics[k] for k in ("top1", "top5", "mean_per_class_recall")}
+    shown = {metric.column: metrics[metric.column] for metric in CLASSIFICATION_METRICS}
     print(f"{shown} {'; '.join(metrics['notes'])}".strip())

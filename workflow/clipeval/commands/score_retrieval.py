@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from clipeval.commands._options import add_score_output_options
+from clipeval.metric_catalog import DEFAULT_RECALL_AT
 
 HELP = "recall@K, ranks, Rsum and mean recall, both ways"
 LIBRARIES = ("numpy",)
@@ -13,7 +14,7 @@ def add_arguments(parser):
     parser.add_argument("--t2i", type=Path, help="top-k predictions to check against the features (full protocol)")
     parser.add_argument("--i2t", type=Path)
     parser.add_argument("--protocol", choices=("full", "folds-1k"), default="full")
-    parser.add_argument("--recall-at", type=int, nargs="+", default=[1, 5, 10])
+    parser.add_argument("--recall-at", type=int, nargs="+", default=list(DEFAULT_RECALL_AT))
     parser.add_argument("--allow-queries-without-positive", action="store_true")
     add_score_output_options(parser)
 
@@ -55,4 +56,5 @@ def run(args):
     )
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_scores(args, metrics, record)
-    print(f"t2i {metrics['t2i']}  i2t {metrics['i2t']}  rsum {metrics['rsum']:.2f}")
+    total = f"  rsum {metrics['rsum']:.2f}" if "rsum" in metrics else ""
+    print(f"t2i {metrics['t2i']}  i2t {metrics['i2t']}{total}")

@@ -2,23 +2,19 @@
 
 import numpy as np
 
+from clipeval.metric_catalog import compared_metrics
 from clipeval.reporting import figures
-from clipeval.reporting.summary import comparison_rows
-
-# The paired differences shown, per task: (metric column, label).
-FOREST_METRICS = {
-    "retrieval": (("t2i_R@1", "text→image R@1"), ("i2t_R@1", "image→text R@1"), ("mean_recall", "mean recall")),
-    "classification": (("top1", "top-1"), ("top5", "top-5"), ("mean_per_class_recall", "mean per-class recall")),
-}
+from clipeval.reporting.summary import comparison_rows, row_recall_ks
 
 
 def plot_forest(dataset: str, comparisons: list[dict], task: str, path) -> None:
     """Each pair's difference (first − second) per headline metric, with its paired 95% interval."""
-    metrics = FOREST_METRICS[task]
+    by_pair = [{row["metric"]: row for row in comparison_rows(c, dataset)} for c in comparisons]
+    shown = compared_metrics(task, row_recall_ks(by_pair), with_rsum=False)
+    metrics = [(metric.column, metric.label) for metric in shown]
     pairs = [f"{c['models'][0]} − {c['models'][1]}" for c in comparisons]
     figure, axes = figures.new_figure(4 * len(metrics), 1.4 + 0.5 * len(pairs), 1, len(metrics), sharey=True)
     rows = []
-    by_pair = [{row["metric"]: row for row in comparison_rows(c, dataset)} for c in comparisons]
     for axis, (column, label) in zip(axes[0], metrics):
         for position, (pair, values) in enumerate(zip(pairs, by_pair)):
             row = values[column]

@@ -10,46 +10,31 @@ import csv
 import io
 from pathlib import Path
 
+from clipeval.metric_catalog import (
+    CLASSIFICATION_METRICS,
+    DEFAULT_RECALL_AT,
+    DIRECTIONS,
+    MAIN_METRIC,
+    compared_metrics,
+    has_rsum,
+    recall_key,
+    recall_ks,
+    retrieval_metrics,
+)
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_json
 
-METRIC_COLUMNS = (
-    "t2i_R@1",
-    "t2i_R@5",
-    "t2i_R@10",
-    "i2t_R@1",
-    "i2t_R@5",
-    "i2t_R@10",
-    "rsum",
-    "mean_recall",
-    "t2i_mean_recall",
-    "i2t_mean_recall",
-    "t2i_mean_rank",
-    "t2i_median_rank",
-    "i2t_mean_rank",
-    "i2t_median_rank",
-    "top1",
-    "top5",
-    "mean_per_class_recall",
-)
 COUNT_COLUMNS = ("protocol", "images", "texts", "classes")
 INTERVAL_BOUNDS = ("_ci_low", "_ci_high")
-# Each task's headline metric, averaged over datasets as OpenCLIP reports its
-# "average over N datasets".
-MAIN_METRIC = {"retrieval": "mean_recall", "classification": "top1"}
-COMPARED_IN_MARKDOWN = {
-    "retrieval": ("t2i_R@1", "i2t_R@1", "rsum", "mean_recall"),
-    "classification": ("top1", "top5", "mean_per_class_recall"),
-}
 
 
 def metric_values(metrics: dict, task: str) -> dict:
     """{"t2i_R@1": 17.7, "rsum": ..., "top1": ...}: a metrics file's numbers (or intervals) under column names."""
     if task == "retrieval":
-        values = {f"{d}_{name}": value for d in ("t2i", "i2t") for name, value in metrics[d].items()}
-        values.update(rsum=metrics["rsum"], mean_recall=metrics["mean_recall"])
+        values = {f"{d}_{name}": value for d in DIRECTIONS for name, value in metrics[d].items()}
+        values.update({name: metrics[name] for name in ("rsum", "mean_recall") if name in metrics})
         return values
-    return {name: metrics[name] for name in ("top1", "top5", "mean_per_class_recall")}
+    return {metric.column: metrics[metric.column] for metric in CLASSIFICATION_METRICS}
 
 
 def summary_row(model: str, dataset: str, metrics: dict) -> dict:
@@ -67,22 +52,24 @@ def summary_row(model: str, dataset: str, metrics: dict) -> dict:
     return row
 
 
-def _column_sort_key(name: str):
-    direction, _, metric = name.partition("_R@")
-    return (direction, int(metric) if metric.isdigit() else 0, name)
+def row_recall_ks(rows: list[dict]) -> list[int]:
+    """Every K of the rows' R@K columns; the default K values where no row has one (classification alone)."""
+    ks = {k for row in rows for d in DIRECTIONS for k in recall_ks({c[len(d) + 1 :] for c in row if c[: len(d)] == d})}
+    return sorted(ks) if ks else list(DEFAULT_RECALL_AT)
+
+
+def metric_columns(rows: list[dict]) -> list[str]:
+    """Retrieval's columns for the rows' K values, then classification's: the catalogue's order."""
+    return [m.column for m in retrieval_metrics(row_recall_ks(rows))] + [m.column for m in CLASSIFICATION_METRICS]
 
 
 def columns_for(rows: list[dict]) -> list[str]:
-    """Fixed leading columns, extra R@K columns in numeric order, then the interval bounds."""
-    fixed = ["model", "dataset", "task", *METRIC_COLUMNS]
+    """model, dataset, task, every metric column, the counts, then the interval bounds of the metrics that have
+    them."""
+    metrics = metric_columns(rows)
     present = {key for row in rows for key in row}
-    bounds = INTERVAL_BOUNDS
-    extra = sorted(
-        present - set(fixed) - set(COUNT_COLUMNS) - {k for k in present if k.endswith(bounds)}, key=_column_sort_key
-    )
-    metric_columns = [*METRIC_COLUMNS, *extra]
-    interval_columns = [c + bound for c in metric_columns for bound in bounds if c + bound in present]
-    return [*fixed, *extra, *COUNT_COLUMNS, *interval_columns]
+    interval_columns = [c + bound for c in metrics for bound in INTERVAL_BOUNDS if c + bound in present]
+    return ["model", "dataset", "task", *metrics, *COUNT_COLUMNS, *interval_columns]
 
 
 def _number(value) -> str:
@@ -120,7 +107,7 @@ def average_rows(rows: list[dict]) -> list[dict]:
     """Per model and task, the unweighted mean of the task's main metric over its datasets."""
     groups = {}
     for row in rows:
-        groups.setdefault((row["model"], row["task"]), []).append(row[MAIN_METRIC[row["task"]]])
+        groups.setdefault((row["model"], row["task"]), []).append(row.get(MAIN_METRIC[row["task"]]))
     return [
         {
             "model": model,
@@ -164,10 +151,12 @@ def comparisons_markdown(rows: list[dict]) -> list[str]:
     for row in rows:
         by_pair.setdefault((row["dataset"], row["first"], row["second"], row["task"]), {})[row["metric"]] = row
     lines = []
-    for task, metric_names in COMPARED_IN_MARKDOWN.items():
+    for task in MAIN_METRIC:
         pairs = [(key, metrics) for key, metrics in by_pair.items() if key[3] == task]
         if not pairs:
             continue
+        shown = compared_metrics(task, row_recall_ks([metrics for _, metrics in pairs]))
+        metric_names = [metric.column for metric in shown]
         columns = ["dataset", "first − second", *metric_names]
         lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         for (dataset, first, second, _), metrics in pairs:
@@ -182,7 +171,7 @@ def comparisons_markdown(rows: list[dict]) -> list[str]:
 
 HEADLINE_START = "<!-- headline: generated by the summary stage -->"
 HEADLINE_END = "<!-- /headline -->"
-DIRECTION_NAMES = {"t2i": "text→image", "i2t": "image→text"}
+DIRECTION_NAMES = {direction: label.replace(" ", "") for direction, label in DIRECTIONS.items()}
 
 
 def headline_lines(rows: list[dict]) -> list[str]:
@@ -192,29 +181,32 @@ def headline_lines(rows: list[dict]) -> list[str]:
     """
     lines = [HEADLINE_START]
     for row in (row for row in rows if row["task"] == "retrieval"):
+        ks = row_recall_ks([row])
+        rsum_defined = has_rsum(ks)
+        ranks = ["mean rank", "median rank"]
+        header = ["direction", *map(recall_key, ks), *(["mean recall (CN-CLIP)"] if rsum_defined else []), *ranks]
         lines += [
             "",
             f"**{row['model']}** on **{row['dataset']}** ({row['images']} images, {row['texts']} captions):",
             "",
-            "| direction | R@1 | R@5 | R@10 | mean recall (CN-CLIP) | mean rank | median rank |",
-            "|---|---|---|---|---|---|---|",
+            "| " + " | ".join(header) + " |",
+            "|" + "---|" * len(header),
         ]
         for direction, name in DIRECTION_NAMES.items():
-            cells = [_cell(row, f"{direction}_{metric}") for metric in ("R@1", "R@5", "R@10")]
-            cells += [_number(row[f"{direction}_{metric}"]) for metric in ("mean_recall", "mean_rank", "median_rank")]
+            cells = [_cell(row, f"{direction}_{recall_key(k)}") for k in ks]
+            numbers = (["mean_recall"] if rsum_defined else []) + ["mean_rank", "median_rank"]
+            cells += [_number(row[f"{direction}_{metric}"]) for metric in numbers]
             lines.append("| " + " | ".join([name, *cells]) + " |")
-        lines += ["", f"Rsum {_cell(row, 'rsum')}, mean recall {_cell(row, 'mean_recall')}."]
+        if rsum_defined:
+            lines += ["", f"Rsum {_cell(row, 'rsum')}, mean recall {_cell(row, 'mean_recall')}."]
     classified = [row for row in rows if row["task"] == "classification"]
     if classified:
-        lines += ["", "| model | dataset | top-1 | top-5 | mean per-class recall |", "|---|---|---|---|---|"]
+        header = ["model", "dataset", *(metric.label for metric in CLASSIFICATION_METRICS)]
+        lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += [
             "| "
             + " | ".join(
-                [
-                    row["model"],
-                    row["dataset"],
-                    *(_cell(row, metric) for metric in ("top1", "top5", "mean_per_class_recall")),
-                ]
+                [row["model"], row["dataset"], *(_cell(row, metric.column) for metric in CLASSIFICATION_METRICS)]
             )
             + " |"
             for row in classified

@@ -11,24 +11,23 @@ import json
 
 import pandas as pd
 
-from clipeval.reporting.summary import average_rows, summary_row
+from clipeval.metric_catalog import CLASSIFICATION_METRICS, DIRECTIONS, recall_key, retrieval_metrics
+from clipeval.reporting.summary import average_rows, row_recall_ks, summary_row
 from clipeval.storage.jsonl import read_json
 
-RETRIEVAL_COLUMNS = [
-    (direction, label, f"{key}_{metric}", higher)
-    for key, direction in (("t2i", "text → image"), ("i2t", "image → text"))
-    for label, metric, higher in (
-        ("R@1", "R@1", True),
-        ("R@5", "R@5", True),
-        ("R@10", "R@10", True),
-        ("median rank", "median_rank", False),
-    )
-] + [("both", "Rsum", "rsum", True), ("both", "mean recall", "mean_recall", True)]
-CLASSIFICATION_COLUMNS = [
-    ("", "top-1", "top1", True),
-    ("", "top-5", "top5", True),
-    ("", "mean per-class recall", "mean_per_class_recall", True),
-]
+
+def retrieval_columns(ks) -> list[tuple]:
+    """(group, label, column, higher is better) of the retrieval table: each direction's R@K and median rank,
+    then Rsum and mean recall where defined."""
+    metrics = {metric.column: metric for metric in retrieval_metrics(ks)}
+    shown = []
+    for direction in DIRECTIONS:
+        shown += [metrics[f"{direction}_{recall_key(k)}"] for k in ks] + [metrics[f"{direction}_median_rank"]]
+    shown += [metrics[column] for column in ("rsum", "mean_recall") if column in metrics]
+    return [(metric.group, metric.label, metric.column, metric.higher_is_better) for metric in shown]
+
+
+CLASSIFICATION_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in CLASSIFICATION_METRICS]
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin-bottom: 2em; font-size: 14px; }
@@ -110,7 +109,9 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
     retrieval = [row for row in rows if row["task"] == "retrieval"]
     classification = [row for row in rows if row["task"] == "classification"]
     if retrieval:
-        sections.append(metric_table("retrieval", retrieval, RETRIEVAL_COLUMNS, "Image–text retrieval"))
+        sections.append(
+            metric_table("retrieval", retrieval, retrieval_columns(row_recall_ks(retrieval)), "Image–text retrieval")
+        )
     if classification:
         sections.append(
             metric_table("classification", classification, CLASSIFICATION_COLUMNS, "Zero-shot classification")

@@ -11,10 +11,11 @@ record, and lists may be longer than 10.
 import numpy as np
 
 from clipeval.errors import ClipevalError
+from clipeval.metric_catalog import RSUM_KS
 from clipeval.retrieval.directions import DIRECTIONS
 from clipeval.retrieval.ground_truth import GroundTruth
 from clipeval.retrieval.predictions import PADDING, align_predictions
-from clipeval.retrieval.recall import STANDARD_KS, hit_matrix, mean_recall, recall_from_hits
+from clipeval.retrieval.recall import hit_matrix, mean_recall, recall_from_hits
 from clipeval.storage.ids import require_id
 from clipeval.storage.jsonl import read_jsonl, read_keyed_jsonl
 
@@ -62,8 +63,8 @@ def check_list_lengths(predictions, ranked: np.ndarray, query_ids, depth: int) -
         )
 
 
-def evaluate(truth: GroundTruth, predictions, recall_ks=STANDARD_KS) -> dict:
-    ks = sorted(set(recall_ks) | set(STANDARD_KS))
+def evaluate(truth: GroundTruth, predictions, recall_ks=RSUM_KS) -> dict:
+    ks = sorted(set(recall_ks) | set(RSUM_KS))  # Chinese-CLIP's fields need R@1, R@5 and R@10
     ranked = align_predictions(predictions, truth.query_ids)
     check_list_lengths(predictions, ranked, truth.query_ids, max(ks))
     recall = recall_from_hits(hit_matrix(ranked, truth), ks)

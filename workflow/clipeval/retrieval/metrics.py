@@ -15,6 +15,7 @@ import numpy as np
 
 from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
+from clipeval.metric_catalog import has_rsum
 from clipeval.retrieval.directions import DIRECTIONS, IMAGE_TO_TEXT, TEXT_TO_IMAGE
 from clipeval.retrieval.ground_truth import (
     caption_pairs,
@@ -25,7 +26,6 @@ from clipeval.retrieval.ground_truth import (
 from clipeval.retrieval.predictions import aligned_predictions
 from clipeval.retrieval.ranks import first_positive_ranks
 from clipeval.retrieval.recall import (
-    STANDARD_KS,
     first_hit_positions,
     hit_matrix,
     mean_recall,
@@ -156,7 +156,8 @@ def check_predictions_agree(predictions, query_name, query_ids, ranks, positions
 
 def direction_metrics(ranks: np.ndarray, ks) -> dict:
     metrics = recall_from_ranks(ranks, ks)
-    metrics["mean_recall"] = mean_recall(metrics)
+    if has_rsum(ks):
+        metrics["mean_recall"] = mean_recall(metrics)
     metrics["mean_rank"] = float(np.mean(ranks))
     metrics["median_rank"] = float(np.median(ranks))
     return metrics
@@ -164,6 +165,8 @@ def direction_metrics(ranks: np.ndarray, ks) -> dict:
 
 def fold_metrics(t2i_ranks, i2t_ranks, ks) -> dict:
     t2i, i2t = direction_metrics(t2i_ranks, ks), direction_metrics(i2t_ranks, ks)
+    if not has_rsum(ks):
+        return {"t2i": t2i, "i2t": i2t}
     total = rsum(t2i, i2t)
     return {"t2i": t2i, "i2t": i2t, "rsum": total, "mean_recall": total / 6}
 
@@ -217,7 +220,7 @@ def score_retrieval(
     if protocol not in PROTOCOL_FOLD_SIZES:
         raise ClipevalError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOL_FOLD_SIZES)})")
     check_coverage(captions, texts_path, images, texts)
-    ks = sorted(set(recall_ks) | set(STANDARD_KS))
+    ks = sorted(set(recall_ks))
     folds = split_folds(captions, texts_path, images, PROTOCOL_FOLD_SIZES[protocol])
     check = predictions if predictions and len(folds) == 1 else {}
     record = {"task": "retrieval", "protocol": protocol, "folds": len(folds), "recall_at": ks}

@@ -8,15 +8,14 @@ overall mean recall is Rsum / 6.
 
 import numpy as np
 
+from clipeval.metric_catalog import RSUM_KS, recall_key
 from clipeval.retrieval.ground_truth import GroundTruth
 from clipeval.retrieval.predictions import PADDING
-
-STANDARD_KS = (1, 5, 10)
 
 
 def recall_from_ranks(ranks: np.ndarray, ks) -> dict[str, float]:
     """R@K from the rank of each query's first correct item."""
-    return {f"R@{k}": float(100.0 * np.mean(ranks <= k)) for k in ks}
+    return {recall_key(k): float(100.0 * np.mean(ranks <= k)) for k in ks}
 
 
 def hit_matrix(ranked: np.ndarray, truth: GroundTruth) -> np.ndarray:
@@ -31,7 +30,7 @@ def hit_matrix(ranked: np.ndarray, truth: GroundTruth) -> np.ndarray:
 def recall_from_hits(hits: np.ndarray, ks) -> dict[str, float]:
     """R@K from top-k lists' hit matrix (K beyond the lists' length counts the whole list)."""
     found_by = np.cumsum(hits, axis=1) > 0
-    return {f"R@{k}": float(100.0 * found_by[:, min(k, hits.shape[1]) - 1].mean()) for k in ks}
+    return {recall_key(k): float(100.0 * found_by[:, min(k, hits.shape[1]) - 1].mean()) for k in ks}
 
 
 def first_hit_positions(hits: np.ndarray) -> np.ndarray:
@@ -40,8 +39,8 @@ def first_hit_positions(hits: np.ndarray) -> np.ndarray:
 
 
 def mean_recall(recall: dict) -> float:
-    return sum(recall[f"R@{k}"] for k in STANDARD_KS) / len(STANDARD_KS)
+    return sum(recall[recall_key(k)] for k in RSUM_KS) / len(RSUM_KS)
 
 
 def rsum(t2i: dict, i2t: dict) -> float:
-    return sum(t2i[f"R@{k}"] + i2t[f"R@{k}"] for k in STANDARD_KS)
+    return sum(t2i[recall_key(k)] + i2t[recall_key(k)] for k in RSUM_KS)

@@ -1,0 +1,79 @@
+"""Each task's metrics, declared once: column, label, which way is better, and the K values of retrieval.
+
+The scorer, the summary, the report's tables and figures, the experiment
+listing and the commands' defaults read these declarations, so a metric is
+added, renamed or shown in one place.
+"""
+
+from dataclasses import dataclass
+
+# R@K reported when the config does not say (metrics.recall_at).
+DEFAULT_RECALL_AT = (1, 5, 10)
+# Rsum and mean recall are defined on R@1, R@5 and R@10 (Karpathy's Rsum,
+# Chinese-CLIP's mean recall): computed and shown only where all three are.
+RSUM_KS = (1, 5, 10)
+DIRECTIONS = {"t2i": "text → image", "i2t": "image → text"}
+# Each task's headline metric: the summary's averages over datasets (as OpenCLIP
+# reports its "average over N datasets") and the experiment listing show it.
+MAIN_METRIC = {"retrieval": "mean_recall", "classification": "top1"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    column: str  # the summary's column; a metrics file holds it nested by direction (t2i_R@5 is t2i → R@5)
+    label: str
+    group: str = ""  # the report table's column group
+    higher_is_better: bool = True
+
+
+def recall_key(k: int) -> str:
+    return f"R@{k}"
+
+
+def recall_ks(direction_values: dict) -> list[int]:
+    """The K values of one direction's metrics (or intervals), in increasing order."""
+    return sorted(int(key[2:]) for key in direction_values if key.startswith("R@") and key[2:].isdigit())
+
+
+def has_rsum(ks) -> bool:
+    return set(RSUM_KS) <= set(ks)
+
+
+def retrieval_metrics(ks) -> list[Metric]:
+    """Every retrieval metric for these K values, in the summary's column order."""
+    ks = sorted(set(ks))
+    metrics = [Metric(f"{d}_{recall_key(k)}", recall_key(k), group) for d, group in DIRECTIONS.items() for k in ks]
+    if has_rsum(ks):
+        metrics += [Metric("rsum", "Rsum", "both"), Metric("mean_recall", "mean recall", "both")]
+        metrics += [Metric(f"{d}_mean_recall", "mean recall (CN-CLIP)", group) for d, group in DIRECTIONS.items()]
+    metrics += [
+        Metric(f"{d}_{name}", label, group, higher_is_better=False)
+        for d, group in DIRECTIONS.items()
+        for name, label in (("mean_rank", "mean rank"), ("median_rank", "median rank"))
+    ]
+    return metrics
+
+
+CLASSIFICATION_METRICS = [
+    Metric("top1", "top-1"),
+    Metric("top5", "top-5"),
+    Metric("mean_per_class_recall", "mean per-class recall"),
+]
+
+
+def task_metrics(task: str, ks=DEFAULT_RECALL_AT) -> list[Metric]:
+    return retrieval_metrics(ks) if task == "retrieval" else list(CLASSIFICATION_METRICS)
+
+
+def compared_metrics(task: str, ks=DEFAULT_RECALL_AT, with_rsum=True) -> list[Metric]:
+    """The paired differences shown in the summary's table (and, without Rsum, which only repeats mean recall six
+    times over, in the forest plot): each direction's smallest R@K and, where defined, Rsum and mean recall;
+    every metric for classification."""
+    if task != "retrieval":
+        return list(CLASSIFICATION_METRICS)
+    first = recall_key(min(ks))
+    shown = [Metric(f"{d}_{first}", f"{group.replace(' ', '')} {first}") for d, group in DIRECTIONS.items()]
+    if has_rsum(ks):
+        shown += [Metric("rsum", "Rsum")] if with_rsum else []
+        shown += [Metric("mean_recall", "mean recall")]
+    return shown
