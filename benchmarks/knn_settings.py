@@ -77,7 +77,7 @@ class BlasThreadsThenPasses:
         self.gallery, self.rows_per_block = gallery, rows_per_block
 
     def answer(self, queries, k, margin, rank):
-        from clipeval.retrieval.topk import _near_kth, _within_margin_of_kth
+        from clipeval.retrieval.topk import near_kth, within_margin_of_kth
         from clipeval.threads import in_threads, row_parts
 
         scores = queries @ self.gallery.T
@@ -86,7 +86,7 @@ class BlasThreadsThenPasses:
             rank(
                 start,
                 stop,
-                *_near_kth(*_within_margin_of_kth(scores[start:stop], k, margin, 0), k, margin, stop - start),
+                *near_kth(*within_margin_of_kth(scores[start:stop], k, margin, 0), k, margin, stop - start),
             )
 
         in_threads(pass_over, row_parts(len(queries)))
@@ -176,9 +176,9 @@ def settings_rows(shape):
             best_seconds(lambda: candidates_of(tiled, blocks, margin)),
         )
 
-    configured_groups = topk._MIN_GROUPS
+    configured_groups = topk.MIN_GROUPS
     for groups in (64, 128, 512, 1024):
-        with patched(topk, _MIN_GROUPS=groups):
+        with patched(topk, MIN_GROUPS=groups):
             if not same_candidates(candidates_of(configured, blocks, margin), expected):
                 raise SystemExit(f"{groups} groups gave other candidates")
             add(

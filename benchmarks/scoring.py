@@ -68,8 +68,8 @@ def ranks_tile(n_queries, n_gallery):
     """(rows, columns) of the ranks' tiles for this shape."""
     from clipeval.retrieval import ranks
 
-    tile_columns = min(n_gallery, ranks._TILE_COLUMNS)
-    return max(1, min(n_queries, ranks._BUDGET_BYTES // (4 * tile_columns))), tile_columns
+    tile_columns = min(n_gallery, ranks.TILE_COLUMNS)
+    return max(1, min(n_queries, ranks.BUDGET_BYTES // (4 * tile_columns))), tile_columns
 
 
 def product_floor(texts, images):
@@ -85,7 +85,7 @@ def tile_shapes(n_gallery=500_000, n_queries=1024):
     from clipeval.retrieval import ranks
 
     gallery, queries = retrieval_features(n_queries, n_gallery)
-    whole_rows = max(1, ranks._BUDGET_BYTES // (4 * n_gallery))
+    whole_rows = max(1, ranks.BUDGET_BYTES // (4 * n_gallery))
     shapes = {
         f"{whole_rows} queries × the whole gallery": (whole_rows, n_gallery),
         "the ranks' tiles: {} queries × {:,} items".format(*ranks_tile(n_queries, n_gallery)): ranks_tile(

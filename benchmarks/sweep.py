@@ -92,7 +92,7 @@ def ranks_record(rng, texts=5_000, images=1_000):
 def comparison_rows(num_models, workdir):
     import orjson
 
-    from clipeval.statistics.comparison import compare_all
+    from clipeval.comparison import compare_all
 
     rng = np.random.default_rng(0)
     paths = []

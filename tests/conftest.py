@@ -71,6 +71,14 @@ def run_measuring_peak_memory(command, report):
     return result, int(open(report).read())
 
 
+def collected(batches):
+    """(ids, matrix) of the (ids, matrix) batches that extraction's iter_image_features/iter_text_features yield."""
+    import numpy as np
+
+    parts = list(batches)
+    return np.concatenate([ids for ids, _ in parts]), np.concatenate([matrix for _, matrix in parts])
+
+
 def run_cli(*args, cwd=None):
     """Run `python -m clipeval ARGS` as a user would; return the CompletedProcess."""
     return subprocess.run(

@@ -176,7 +176,7 @@ def test_cli_chain(tmp_path, tiny_checkpoint):
 
 def test_classification_intervals_and_paired_comparison():
     from clipeval.classification.metrics import score_classification
-    from clipeval.statistics.comparison import compare_models
+    from clipeval.comparison import compare_models
 
     rng = np.random.default_rng(0)
     classes = rng.normal(size=(8, 16)).astype(np.float32)

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import lmdb
 import pytest
-from conftest import run_cli
+from conftest import collected, run_cli
 from PIL import Image
 
-from clipeval.data.dataset import load_dataset_meta, open_dataset, write_dataset
+from clipeval.data.dataset import open_dataset, write_dataset
 from clipeval.data.sources.cnclip import FORMAT
 from clipeval.errors import ClipevalError
+from clipeval.storage.jsonl import read_json
 
 
 def encoded(colour, fmt="JPEG", mode="RGB"):
@@ -54,7 +55,7 @@ def test_import_from_tsv_keeps_the_exact_bytes(tmp_path, source):
     assert store.image(9).mode == "RGB"
     assert captions.texts[0] == "红色的图片"
     assert meta["counts"] == {"images": 3, "texts": 3, "images_without_caption": 0}
-    assert meta == load_dataset_meta(tmp_path / "out")
+    assert meta == read_json(tmp_path / "out/meta.json")
 
 
 def test_checksum_is_stable_and_content_sensitive(tmp_path, source):
@@ -198,7 +199,7 @@ def test_empty_image_file_is_an_empty_dataset(tmp_path, source):
 
 def test_unusual_modes_and_sizes_are_converted_not_rejected(tmp_path, source, tiny_checkpoint):
     """Grayscale, RGBA, palette, CMYK and odd sizes all import and encode."""
-    from clipeval.features.encode import encode_images
+    from clipeval.features.encode import iter_image_features
     from clipeval.models.build import build_model
 
     def encoded_image(mode, size, fmt):
@@ -220,8 +221,10 @@ def test_unusual_modes_and_sizes_are_converted_not_rejected(tmp_path, source, ti
     store, _ = open_dataset(tmp_path / "out")
     assert all(store.image(i).mode == "RGB" for i in odd)
     model, preprocess, _ = build_model("clipeval-tiny", str(tiny_checkpoint))
-    ids, matrix = encode_images(
-        model, preprocess, store, store.image_ids(), batch_size=4, num_workers=0, device="cpu", precision="fp32"
+    ids, matrix = collected(
+        iter_image_features(
+            model, preprocess, store, store.image_ids(), batch_size=4, num_workers=0, device="cpu", precision="fp32"
+        )
     )
     assert ids.tolist() == list(odd) and matrix.shape == (6, 64)
 

@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from near_ties import near_duplicates, unit_rows
 
+from clipeval.comparison import compare_models
 from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
 from clipeval.retrieval import ranks as ranks_module
 from clipeval.retrieval.metrics import FeatureSet, score_retrieval
 from clipeval.retrieval.ranking_rule import exact_scores
 from clipeval.retrieval.ranks import first_positive_ranks
-from clipeval.statistics.comparison import compare_models
 
 
 def captions_from(pairs):
@@ -297,8 +297,8 @@ def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, t
     """Hundreds of gallery items score within float32's resolution of the positives: only the exactly
     scored band ranks them right, in one tile and across row and column tiles."""
     if tiles != "one tile":
-        monkeypatch.setattr(ranks_module, "_TILE_COLUMNS", 37)
-        monkeypatch.setattr(ranks_module, "_BUDGET_BYTES", 37 * 5 * 4)
+        monkeypatch.setattr(ranks_module, "TILE_COLUMNS", 37)
+        monkeypatch.setattr(ranks_module, "BUDGET_BYTES", 37 * 5 * 4)
     for seed in range(8):
         rng = np.random.default_rng(seed)
         base = unit_rows(rng, 1, 48)[0]
@@ -318,7 +318,7 @@ def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, t
 
 def test_a_tie_alone_in_another_tile_than_the_positive_is_scored_exactly(monkeypatch):
     """A tile whose band holds one item is skipped only when that item is the positive itself."""
-    monkeypatch.setattr(ranks_module, "_TILE_COLUMNS", 37)
+    monkeypatch.setattr(ranks_module, "TILE_COLUMNS", 37)
     rng = np.random.default_rng(0)
     gallery = unit_rows(rng, 100, 48)
     gallery[40] = gallery[3]  # an exact copy of the positive, in the next tile, at the same place in it

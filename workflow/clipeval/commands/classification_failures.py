@@ -16,35 +16,30 @@ def add_arguments(parser):
 
 
 def run(args):
-    import numpy as np
-
     from clipeval.classification.inputs import load_classification_inputs
-    from clipeval.classification.metrics import ranked_classes
     from clipeval.commands._gallery import open_thumbnails
     from clipeval.reporting import figures
-    from clipeval.reporting.failures import confused_pairs, confusion_examples
+    from clipeval.reporting.failures import classification_gallery
     from clipeval.reporting.gallery_plots import plot_confused_pairs, plot_confusion
 
     thumbnails = open_thumbnails(args)
     given = load_classification_inputs(args.classes, args.labels, args.image_feats, args.class_feats)
-    spec, image_ids, truth = given.spec, given.image_ids, given.labels
-    predicted = ranked_classes(given.images, given.classes)[:, 0]
-    confusion = np.zeros((len(spec.classnames), len(spec.classnames)), dtype=np.int64)
-    np.add.at(confusion, (truth, predicted), 1)
-    plot_confusion(f"{args.title}: confusion matrix", confusion, spec.classnames, args.confusion_output)
+    classnames = given.spec.classnames
+    gallery = classification_gallery(
+        given.image_ids, given.images, given.classes, given.labels, args.failures, args.shown
+    )
+    plot_confusion(f"{args.title}: confusion matrix", gallery.confusion, classnames, args.confusion_output)
     figures.write_csv(
         figures.data_path(args.confusion_output),
-        ["true \\ predicted", *spec.classnames],
-        [[name, *row] for name, row in zip(spec.classnames, confusion.tolist())],
+        ["true \\ predicted", *classnames],
+        [[name, *row] for name, row in zip(classnames, gallery.confusion.tolist())],
     )
-    pairs = confused_pairs(truth, predicted, args.failures)
-    examples = [confusion_examples(image_ids, truth, predicted, true, guess, args.shown) for true, guess, _ in pairs]
     plot_confused_pairs(
         f"{args.title}: most confused classes",
-        pairs,
-        examples,
-        spec.classnames,
-        confusion.sum(axis=1),
+        gallery.pairs,
+        gallery.examples,
+        classnames,
+        gallery.confusion.sum(axis=1),
         thumbnails,
         args.pairs_output,
     )

@@ -16,7 +16,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from clipeval.statistics.comparison import compare_all
+    from clipeval.comparison import compare_all
     from clipeval.storage.jsonl import write_json
 
     comparisons = compare_all(args.names, args.ranks, args.baseline, args.bootstrap, args.seed)

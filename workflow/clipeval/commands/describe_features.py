@@ -11,7 +11,8 @@ def add_arguments(parser):
 
 def run(args):
     from clipeval.errors import ClipevalError
-    from clipeval.reporting.provenance import file_sha256, library_versions
+    from clipeval.reporting.provenance import library_versions
+    from clipeval.storage.digests import file_sha256
     from clipeval.storage.jsonl import write_json
 
     for path in args.files:

@@ -22,8 +22,8 @@ def add_arguments(parser):
 def run(args):
     from clipeval.errors import ClipevalError
     from clipeval.reporting import dataset_plots
-    from clipeval.statistics.comparison import read_ranks_record
     from clipeval.storage.jsonl import read_json
+    from clipeval.storage.ranks_records import read_ranks_record
 
     if args.class_recall:
         per_class = {}

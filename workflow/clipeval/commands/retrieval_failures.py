@@ -18,62 +18,32 @@ def add_arguments(parser):
 def run(args):
     from dataclasses import asdict
 
-    import numpy as np
-
     from clipeval.commands._gallery import open_thumbnails
     from clipeval.data.captions import load_captions
-    from clipeval.errors import ClipevalError
     from clipeval.features.feature_files import read_features
-    from clipeval.reporting.failures import retrieval_failures
+    from clipeval.reporting.failures import require_retrieval_record, retrieval_gallery
     from clipeval.reporting.gallery_plots import plot_image_to_text, plot_text_to_image
-    from clipeval.retrieval.metrics import PROTOCOL_FOLD_SIZES, FeatureSet, split_folds
-    from clipeval.statistics.comparison import read_ranks_record
     from clipeval.storage.jsonl import write_json
+    from clipeval.storage.ranks_records import read_ranks_record
 
     thumbnails = open_thumbnails(args)
     record = read_ranks_record(args.ranks)
-    if record["task"] != "retrieval":
-        raise ClipevalError(f"{args.ranks}: a {record['task']} ranks record, not retrieval")
+    require_retrieval_record(record, args.ranks)
     captions = load_captions(args.texts)
-    images = read_features(args.image_feats, "image_id")
-    texts = read_features(args.text_feats, "text_id")
-    for direction, (ids, _), path in (("t2i", texts, args.text_feats), ("i2t", images, args.image_feats)):
-        missing = set(record[direction]["query_ids"]) - set(ids.tolist())
-        if missing:
-            raise ClipevalError(f"{args.ranks}: {direction} query id {min(missing)} has no features in {path}")
-    folds = split_folds(
-        captions, args.texts, FeatureSet(args.image_feats, *images), PROTOCOL_FOLD_SIZES[record["protocol"]]
+    images = (args.image_feats, *read_features(args.image_feats, "image_id"))
+    texts = (args.text_feats, *read_features(args.text_feats, "text_id"))
+    gallery = retrieval_gallery(record, args.ranks, captions, args.texts, images, texts, args.failures, args.shown)
+    plot_text_to_image(
+        f"{args.title}: worst text → image queries", gallery.t2i, gallery.text_of, thumbnails, args.t2i_output
     )
-    text_of = dict(zip(captions.text_ids.tolist(), captions.texts))
-    images_of = dict(zip(captions.text_ids.tolist(), captions.image_ids))
-    captions_of = {}
-    for text_id, image_ids in images_of.items():
-        for image_id in image_ids.tolist():
-            captions_of.setdefault(image_id, []).append(text_id)
-    t2i = retrieval_failures(
-        record,
-        "t2i",
-        texts,
-        images,
-        lambda text_id: images_of[text_id],
-        [fold_images for fold_images, _ in folds],
-        args.failures,
-        args.shown,
-    )
-    i2t = retrieval_failures(
-        record,
-        "i2t",
-        images,
-        texts,
-        lambda image_id: captions_of.get(image_id, []),
-        [np.sort(fold.text_ids) for _, fold in folds],
-        args.failures,
-        args.shown,
-    )
-    plot_text_to_image(f"{args.title}: worst text → image queries", t2i, text_of, thumbnails, args.t2i_output)
     plot_image_to_text(
-        f"{args.title}: worst image → text queries", i2t, text_of, captions_of, thumbnails, args.i2t_output
+        f"{args.title}: worst image → text queries",
+        gallery.i2t,
+        gallery.text_of,
+        gallery.captions_of,
+        thumbnails,
+        args.i2t_output,
     )
-    for failures, output in ((t2i, args.t2i_output), (i2t, args.i2t_output)):
+    for failures, output in ((gallery.t2i, args.t2i_output), (gallery.i2t, args.i2t_output)):
         write_json(output.with_suffix(".json"), [asdict(failure) for failure in failures])
     print(f"wrote {args.t2i_output} and {args.i2t_output}")

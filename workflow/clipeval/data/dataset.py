@@ -10,7 +10,7 @@ from clipeval.data.captions import Captions, check_references, load_captions
 from clipeval.data.image_lmdb import ImageStore, write_image_store
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output, is_partial_of
-from clipeval.storage.jsonl import read_json, write_json, write_jsonl
+from clipeval.storage.jsonl import write_json, write_jsonl
 
 
 class _ChecksummedImages:
@@ -125,10 +125,6 @@ def _write_into(staging: Path, out_dir: Path, prepared) -> dict:
     return write_texts_and_meta(
         staging, prepared.captions, image_ids, checksummed.digests, prepared.source, extra_files
     )
-
-
-def load_dataset_meta(dataset_dir) -> dict:
-    return read_json(Path(dataset_dir) / "meta.json")
 
 
 def open_dataset(dataset_dir) -> tuple[ImageStore, Captions]:

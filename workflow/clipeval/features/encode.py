@@ -135,16 +135,8 @@ def iter_text_features(model, tokenizer, text_ids: np.ndarray, texts: list[str],
             yield ids, matrix
 
 
-def _collect(batches) -> tuple[np.ndarray, np.ndarray]:
-    parts = list(batches)
-    return np.concatenate([ids for ids, _ in parts]), np.concatenate([matrix for _, matrix in parts])
-
-
-def encode_images(model, preprocess, store, image_ids, **options):
-    """(image_ids, float32 matrix of unit rows)."""
-    return _collect(iter_image_features(model, preprocess, store, image_ids, **options))
-
-
 def encode_texts(model, tokenizer, text_ids, texts, **options):
-    """(text_ids, float32 matrix of unit rows)."""
-    return _collect(iter_text_features(model, tokenizer, text_ids, texts, **options))
+    """(text_ids, float32 matrix of unit rows): every text at once, for a set small enough to hold (class
+    prompts)."""
+    parts = list(iter_text_features(model, tokenizer, text_ids, texts, **options))
+    return np.concatenate([ids for ids, _ in parts]), np.concatenate([matrix for _, matrix in parts])

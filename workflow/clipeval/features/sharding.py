@@ -21,9 +21,3 @@ def shard_bounds(num_images: int, shard_index: int, shard_size: int) -> tuple[in
     if shard_size == 0:
         return 0, num_images
     return shard_index * shard_size, min(num_images, (shard_index + 1) * shard_size)
-
-
-def shard_of(image_ids, shard_index: int, shard_size: int):
-    """The ids of one shard."""
-    start, stop = shard_bounds(len(image_ids), shard_index, shard_size)
-    return image_ids[start:stop]

@@ -16,7 +16,7 @@ from open_clip.factory import load_state_dict
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.models.pretrained import is_checkpoint_path
-from clipeval.reporting.provenance import file_sha256
+from clipeval.storage.digests import file_sha256
 
 MODEL_CONFIG_DIR = Path(str(files("clipeval.models") / "configs"))
 open_clip.add_model_config(MODEL_CONFIG_DIR)

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clipeval.classification.metrics import ranked_classes
+from clipeval.errors import ClipevalError
+from clipeval.retrieval.metrics import PROTOCOL_FOLD_SIZES, FeatureSet, split_folds
 from clipeval.retrieval.ranking_rule import exact_scores, order_pairs_by_ranking_rule
 
 
@@ -79,3 +82,74 @@ def confusion_examples(
 ) -> list[int]:
     """The lowest `count` image ids of class `true` classified as `guess`."""
     return np.sort(image_ids[(labels == true) & (predicted == guess)])[:count].tolist()
+
+
+@dataclass(frozen=True)
+class RetrievalGallery:
+    t2i: list[Failure]
+    i2t: list[Failure]
+    text_of: dict  # caption id -> its text
+    captions_of: dict  # image id -> its caption ids
+
+
+def require_retrieval_record(record, ranks_path) -> None:
+    if record["task"] != "retrieval":
+        raise ClipevalError(f"{ranks_path}: a {record['task']} ranks record, not retrieval")
+
+
+def retrieval_gallery(record, ranks_path, captions, texts_path, images, texts, count, shown) -> RetrievalGallery:
+    """Both directions' worst queries of a retrieval ranks record.
+
+    images, texts: (path, ids, matrix) of the feature files; each fold's gallery is its own under a folds protocol.
+    """
+    require_retrieval_record(record, ranks_path)
+    for direction, (path, ids, _) in (("t2i", texts), ("i2t", images)):
+        missing = set(record[direction]["query_ids"]) - set(ids.tolist())
+        if missing:
+            raise ClipevalError(f"{ranks_path}: {direction} query id {min(missing)} has no features in {path}")
+    folds = split_folds(captions, texts_path, FeatureSet(*images), PROTOCOL_FOLD_SIZES[record["protocol"]])
+    text_of = dict(zip(captions.text_ids.tolist(), captions.texts))
+    images_of = dict(zip(captions.text_ids.tolist(), captions.image_ids))
+    captions_of = {}
+    for text_id, image_ids in images_of.items():
+        for image_id in image_ids.tolist():
+            captions_of.setdefault(image_id, []).append(text_id)
+    image_side, text_side = images[1:], texts[1:]
+    t2i = retrieval_failures(
+        record,
+        "t2i",
+        text_side,
+        image_side,
+        lambda text_id: images_of[text_id],
+        [fold_images for fold_images, _ in folds],
+        count,
+        shown,
+    )
+    i2t = retrieval_failures(
+        record,
+        "i2t",
+        image_side,
+        text_side,
+        lambda image_id: captions_of.get(image_id, []),
+        [np.sort(fold.text_ids) for _, fold in folds],
+        count,
+        shown,
+    )
+    return RetrievalGallery(t2i, i2t, text_of, captions_of)
+
+
+@dataclass(frozen=True)
+class ClassificationGallery:
+    confusion: np.ndarray  # confusion[true, predicted]: images
+    pairs: list[tuple[int, int, int]]  # the most confused (true, predicted, images)
+    examples: list[list[int]]  # each pair's example image ids
+
+
+def classification_gallery(image_ids, images, classes, labels, count, shown) -> ClassificationGallery:
+    """The confusion matrix of zero-shot predictions and the `count` most confused class pairs."""
+    predicted = ranked_classes(images, classes)[:, 0]
+    confusion = np.zeros((len(classes), len(classes)), dtype=np.int64)
+    np.add.at(confusion, (labels, predicted), 1)
+    pairs = confused_pairs(labels, predicted, count)
+    examples = [confusion_examples(image_ids, labels, predicted, true, guess, shown) for true, guess, _ in pairs]
+    return ClassificationGallery(confusion, pairs, examples)

@@ -4,7 +4,6 @@ Only deterministic values belong here: two runs from scratch must write the
 same bytes.
 """
 
-import hashlib
 from importlib import metadata
 
 from clipeval.storage.jsonl import parse_json_option, read_json
@@ -20,14 +19,6 @@ def library_versions(names=TRACKED_DISTRIBUTIONS) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def file_sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def result_provenance(dataset_meta=None, model_meta=None, config_json=None) -> dict:

@@ -13,10 +13,10 @@ import numpy as np
 from clipeval.retrieval.ranking_rule import exact_pair_scores, score_tolerance
 
 # The float32 scores of one tile of queries × gallery items. Tiles are at most
-# _TILE_COLUMNS wide so that a large gallery still gets hundreds of query rows
+# TILE_COLUMNS wide so that a large gallery still gets hundreds of query rows
 # a tile: BLAS runs a product of a few dozen rows at under half its speed.
-_BUDGET_BYTES = 64 << 20
-_TILE_COLUMNS = 32768
+BUDGET_BYTES = 64 << 20
+TILE_COLUMNS = 32768
 
 
 def best_positives(queries, gallery, gallery_ids, owner, positive_rows):
@@ -98,8 +98,8 @@ def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids) -> 
     margin = 2.0 * score_tolerance(queries, gallery)
     best = _Best(*best_positives(queries, gallery, gallery_ids, owner, positive_rows), gallery_ids, margin)
     ranks = np.ones(len(queries), dtype=np.int64)
-    tile_columns = max(1, min(len(gallery), _TILE_COLUMNS))
-    tile_rows = max(1, min(len(queries), _BUDGET_BYTES // (4 * tile_columns)))
+    tile_columns = max(1, min(len(gallery), TILE_COLUMNS))
+    tile_rows = max(1, min(len(queries), BUDGET_BYTES // (4 * tile_columns)))
     score_buffer = np.empty(tile_rows * tile_columns, dtype=np.float32)
     flag_buffer = np.empty(tile_rows * tile_columns, dtype=bool)
     for row_start in range(0, len(queries), tile_rows):

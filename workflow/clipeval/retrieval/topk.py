@@ -51,7 +51,7 @@ _MIN_CHUNK_ROWS = 512
 _GPU_MAX_K = 2048  # FAISS GPU flat indexes answer at most this many neighbours
 # The numpy search splits each row of scores into groups and only looks inside
 # the groups whose maximum can reach the k-th best: at least this many groups.
-_MIN_GROUPS = 256
+MIN_GROUPS = 256
 # Finding each row's k-th best candidate and ordering each query's candidates run on a table with a row per
 # query, padded to the query with the most candidates, where it holds at most this many times the candidates:
 # cheaper than sorting all of them together, which the rows that ties make wide fall back to.
@@ -117,13 +117,13 @@ class MatmulSearch:
         """A chunk's candidates. Each tile keeps what is within `margin` of its own k-th best, which is no
         better than the row's: so the tiles together keep every candidate."""
         in_tiles = [
-            _within_margin_of_kth(chunk @ self.gallery[first:end].T, k, margin, first)
+            within_margin_of_kth(chunk @ self.gallery[first:end].T, k, margin, first)
             for first, end in zip(self.tile_bounds[:-1].tolist(), self.tile_bounds[1:].tolist())
         ]
-        return _near_kth(*(np.concatenate(found) for found in zip(*in_tiles)), k, margin, len(chunk))
+        return near_kth(*(np.concatenate(found) for found in zip(*in_tiles)), k, margin, len(chunk))
 
 
-def _within_margin_of_kth(scores: np.ndarray, k: int, margin: float, first_column: int):
+def within_margin_of_kth(scores: np.ndarray, k: int, margin: float, first_column: int):
     """(rows, columns + first_column, scores) of the scores within `margin` of their row's k-th best, or of
     every score where a row has k or fewer."""
     rows_count, n = scores.shape
@@ -133,7 +133,7 @@ def _within_margin_of_kth(scores: np.ndarray, k: int, margin: float, first_colum
     # Columns fall into `groups` interleaved groups (column c into group c % groups) and a ragged tail.
     # Only the groups whose maximum reaches near the k-th best hold candidates; an interleaved
     # group's maximum is an elementwise maximum over contiguous rows, the fastest reduction numpy has.
-    groups = min(n, max(_MIN_GROUPS, 4 * k))
+    groups = min(n, max(MIN_GROUPS, 4 * k))
     depth = n // groups
     whole = depth * groups
     grouped = scores[:, :whole].reshape(rows_count, depth, groups)
@@ -164,7 +164,7 @@ def _at_least(values, value_rows, floor):
     return value_rows[which], which, columns
 
 
-def _near_kth(rows, columns, approximate, k, margin, rows_count):
+def near_kth(rows, columns, approximate, k, margin, rows_count):
     """Keep the candidates within `margin` of their row's k-th best, grouped by ascending row; every one of
     the rows_count rows has at least k."""
     order = np.argsort(rows, kind="stable")

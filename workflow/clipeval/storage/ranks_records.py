@@ -1,0 +1,21 @@
+"""The ranks records the score stages write (--ranks-output): each query's or image's rank, which paired
+comparisons resample and the report's figures and galleries read."""
+
+from clipeval.errors import ClipevalError
+from clipeval.storage.jsonl import read_json
+
+RECORD_KEYS = {
+    "retrieval": ("protocol", "folds", "recall_at", "t2i", "i2t"),
+    "classification": ("num_classes", "image_ids", "labels", "ranks"),
+}
+
+
+def read_ranks_record(path) -> dict:
+    """A ranks record as the score commands write it (--ranks-output), or a one-line error."""
+    record = read_json(path)
+    keys = RECORD_KEYS.get(record.get("task"))
+    if keys is None or any(key not in record for key in keys):
+        raise ClipevalError(
+            f"{path}: not a ranks record (score-retrieval and score-classification write one with --ranks-output)"
+        )
+    return record
