@@ -46,9 +46,24 @@ LONGEST_FIRST = (
 )
 
 
+# Files whose tests run whole workflows (Snakemake, the cluster, emulated CPUs): `make test` runs them,
+# `make test-fast` (-m "not workflow") leaves them out.
+WORKFLOW_FILES = {
+    "test_slurm.py",
+    "test_workflow.py",
+    "test_caching.py",
+    "test_rerun_formats.py",
+    "test_reproducibility.py",
+    "test_examples.py",
+}
+
+
 def pytest_collection_modifyitems(items):
     place = {name: index for index, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: place.get(item.path.name, len(place)))  # stable: other files keep their order
+    for item in items:
+        if item.path.name in WORKFLOW_FILES:
+            item.add_marker(pytest.mark.workflow)
 
 
 # Linux starts a child's peak memory (ru_maxrss) at its parent's: exec keeps
@@ -111,7 +126,7 @@ class FinishedExperiment:
 @pytest.fixture(scope="session")
 def default_experiment(tmp_path_factory):
     """`snakemake --cores all` on the default config, as `make run` does, run once for the whole session
-    (once_per_session.py): tests/test_workflow.py checks it, tests/test_slurm.py compares a cluster run with it."""
+    (once_per_session.py): tests/test_workflow.py checks it."""
     from once_per_session import build_once, result_digests, shared_directory
     from snakemake_runner import copy_workflow, snakemake
 
@@ -123,6 +138,38 @@ def default_experiment(tmp_path_factory):
 
     directory = build_once(shared_directory(tmp_path_factory), "default-experiment", run)
     return FinishedExperiment(directory / "experiment", json.loads((directory / "digests.json").read_text()))
+
+
+@dataclass(frozen=True)
+class SharedSmallExperiment:
+    workdir: Path
+    digests: dict  # once_per_session.result_digests as the run left them
+    ran: dict  # {rule: jobs} of the run
+    output_cache: dict  # the environment that points Snakemake's --cache at the cache the run filled
+
+
+@pytest.fixture(scope="session")
+def small_experiment_run(tmp_path_factory):
+    """snakemake_runner.SMALL_CONFIG run once for the session (all workers), with Snakemake's between-workflow
+    cache on: tests/test_caching.py re-runs copies of it, tests/test_slurm.py compares a cluster run with it."""
+    from once_per_session import build_once, result_digests, shared_directory
+    from snakemake_runner import run_jobs, small_experiment
+
+    def run(directory):
+        cache = directory / "output-cache"
+        cache.mkdir(parents=True)
+        workdir = small_experiment(directory / "experiment")
+        ran = run_jobs(workdir, "--cache", env={"SNAKEMAKE_OUTPUT_CACHE": str(cache)})
+        (directory / "run.json").write_text(json.dumps({"ran": ran, "digests": result_digests(workdir)}))
+
+    directory = build_once(shared_directory(tmp_path_factory), "small-experiment", run)
+    recorded = json.loads((directory / "run.json").read_text())
+    return SharedSmallExperiment(
+        directory / "experiment",
+        recorded["digests"],
+        recorded["ran"],
+        {"SNAKEMAKE_OUTPUT_CACHE": str(directory / "output-cache")},
+    )
 
 
 @pytest.fixture(scope="session")

@@ -39,19 +39,20 @@ FINISH_ONE = {"summary": 1, "all": 1, "report_tables": 1, "plot_retrieval": 1, "
 
 
 @pytest.fixture(scope="module")
-def output_cache(tmp_path_factory):
+def output_cache(small_experiment_run):
     """Snakemake's between-workflow cache (--cache), filled by the baseline's run."""
-    return {"SNAKEMAKE_OUTPUT_CACHE": str(tmp_path_factory.mktemp("output-cache"))}
+    return small_experiment_run.output_cache
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory, output_cache):
-    workdir = small_experiment(tmp_path_factory.mktemp("baseline"))
-    ran = run_jobs(workdir, "--cache", env=output_cache)
-    assert ran == plus(
-        {"prepare_shapes": 2, "prepare_cnclip": 1, "train": 1, "describe_model": 1}, times(EVALUATE_ONE_PAIR, 2), FINISH
+def baseline(small_experiment_run):
+    """The small experiment, run once for the session (tests/conftest.py); tests re-run copies of it."""
+    assert small_experiment_run.ran == plus(
+        {"prepare_shapes": 2, "prepare_cnclip": 1, "train": 1, "describe_model": 1},
+        times(EVALUATE_ONE_PAIR, 2),
+        FINISH,
     )
-    return workdir
+    return small_experiment_run.workdir
 
 
 def fake_installed_version(workdir, distribution, version):

@@ -369,45 +369,33 @@ def test_each_rule_fingerprints_exactly_the_modules_its_jobs_imported(experiment
     assert {rule: closures[rule] ^ loaded[rule] for rule in commands} == {rule: set() for rule in commands}
 
 
-def test_editing_a_module_reruns_exactly_the_jobs_that_imported_it(experiment, tmp_path):
-    """Each command's module, and modules every command shares, get a comment in turn: the plan must equal
-    forcing the rules whose jobs imported it. (Every other module reaches the plan the same way, through
-    the import closure that the test above checks against what the jobs loaded.)"""
-    from concurrent.futures import ThreadPoolExecutor
+def test_editing_any_module_changes_the_code_param_of_exactly_the_rules_that_imported_it(experiment, tmp_path):
+    """Every module of the package gets a comment in turn: the code fingerprint (each rule's `code` param) must
+    change for exactly the rules whose jobs imported it. That a changed `code` param re-runs the job and what
+    follows it is the re-run table's module rows (test_caching.py), run through Snakemake."""
+    import shutil
+
+    from clipeval.codegraph import CodeGraph, command_entry_modules
 
     loaded = modules_loaded_by_rule(experiment)
-    shared = {"clipeval.cli", "clipeval.errors", "clipeval.storage.jsonl"}
-    modules = [
-        (name, path)
-        for name, path in package_modules(experiment)
-        if name in shared or (name.startswith("clipeval.commands.") and any(name in m for m in loaded.values()))
-    ]
-    assert len(modules) >= 15
-    users = {name: sorted(rule for rule, names in loaded.items() if name in names) for name, _ in modules}
+    commands = command_of_rule(experiment)
+    package = shutil.copytree(experiment / "workflow/clipeval", tmp_path / "clipeval")
 
-    def expected(item):
-        index, rules = item
-        if not rules:
-            return {}
-        return planned_jobs(copy_experiment(experiment, tmp_path / f"forced-{index}"), "--forcerun", *rules)
+    def fingerprints():
+        graph = CodeGraph(package)
+        return {rule: graph.digest(command_entry_modules(*command.split())) for rule, command in commands.items()}
 
-    def planned_after_editing(item):
-        index, (name, _) = item
-        workdir = copy_experiment(experiment, tmp_path / f"edit-{index}")
-        source = workdir / "workflow" / (name.replace(".", "/") + ".py")
-        if not source.exists():
-            source = source.with_suffix("") / "__init__.py"
-        source.write_text(source.read_text() + "\n# edited\n")
-        return name, planned_jobs(workdir)
-
-    with ThreadPoolExecutor(2) as pool:
-        rule_sets = sorted(set(map(tuple, users.values())))
-        plans = dict(zip(rule_sets, pool.map(expected, enumerate(rule_sets))))
-        mismatches = [
-            (name, plan, plans[tuple(users[name])])
-            for name, plan in pool.map(planned_after_editing, enumerate(modules))
-            if plan != plans[tuple(users[name])]
-        ]
+    before = fingerprints()
+    mismatches = []
+    for name, path in package_modules(experiment):
+        source = package / path.relative_to(experiment / "workflow/clipeval")
+        original = source.read_text()
+        source.write_text(original + "\n# edited\n")
+        changed = {rule for rule, digest in fingerprints().items() if digest != before[rule]}
+        source.write_text(original)
+        users = {rule for rule in commands if name in loaded.get(rule, set())}
+        if changed != users:
+            mismatches.append((name, sorted(changed), sorted(users)))
     assert mismatches == []
 
 

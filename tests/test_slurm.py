@@ -1,10 +1,13 @@
 """The SLURM profile on a real single-node cluster (tests/slurm_cluster.py).
 
-The default experiment runs through `profiles/slurm`, interrupted by
-`scancel` of a running extraction shard; the re-run finishes exactly what is
-missing, and the results are the bytes of the default experiment run
-locally (tests/conftest.py's `default_experiment`, which test_workflow.py
-checks).
+The small experiment of every kind of stage (snakemake_runner.SMALL_CONFIG:
+training, a shapes and a Chinese-CLIP dataset, the report) runs through
+`profiles/slurm`, interrupted by `scancel` of a running extraction shard; the
+re-run finishes exactly what is missing, and the results are the bytes of
+the same experiment run locally (tests/conftest.py's `small_experiment_run`,
+which test_caching.py re-runs). The profile is what is tested here, so the
+experiment is the smallest that runs every rule the default one submits but
+encode_classes, which tests/test_workflow.py runs locally.
 """
 
 import importlib.util
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 from once_per_session import result_digests
 from slurm_cluster import NAMED_PARTITION, job_record, jobs_in_queue, running_cluster
-from snakemake_runner import copy_workflow, job_counts, planned_jobs, snakemake
+from snakemake_runner import job_counts, planned_jobs, small_experiment, snakemake
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
@@ -92,12 +95,11 @@ def assert_submitted_as_declared(runs):
         "describe_model",
         "report_tables",
         "plot_retrieval",
-        "plot_classification",
     }
 
 
-def test_the_slurm_profile_runs_the_default_experiment_and_resumes_after_scancel(tmp_path, request):
-    workdir = copy_workflow(tmp_path / "cluster")
+def test_the_slurm_profile_runs_an_experiment_and_resumes_after_scancel(tmp_path, request):
+    workdir = small_experiment(tmp_path / "cluster")
 
     with running_cluster(tmp_path / "slurm"):
         wrong = snakemake(workdir, "--profile", "profiles/slurm", *TEST_CLUSTER_FLAGS, env={"SBATCH_PARTITION": "nope"})
@@ -105,7 +107,7 @@ def test_the_slurm_profile_runs_the_default_experiment_and_resumes_after_scancel
         assert "sbatch: error: invalid partition specified: nope" in wrong.stdout + wrong.stderr, wrong.stderr[-3000:]
         # Nothing computed; only the experiment's record, written before the first submission.
         assert [p.relative_to(workdir) for p in (workdir / "results").rglob("*") if p.is_file()] == [
-            Path("results/experiments/default/experiment.json")
+            Path("results/experiments/small/experiment.json")
         ]
 
         with open(tmp_path / "first.log", "w+") as log:
@@ -132,8 +134,8 @@ def test_the_slurm_profile_runs_the_default_experiment_and_resumes_after_scancel
         assert job_counts(second.stdout + second.stderr) == missing
         assert_submitted_as_declared([first_output, second.stdout + second.stderr])
 
-    # Asked for only now: the local run, started by test_workflow.py in the other worker, ran meanwhile.
-    local = request.getfixturevalue("default_experiment")
+    # Asked for only now: the local run, started by test_caching.py in the other worker, ran meanwhile.
+    local = request.getfixturevalue("small_experiment_run")
     cluster = result_digests(workdir)
     assert [
         path for path in sorted(cluster.keys() | local.digests.keys()) if cluster.get(path) != local.digests.get(path)
