@@ -1,0 +1,75 @@
+"""What Snakemake plans for the default config and every example: jobs and shell commands, one text.
+
+    .venv/bin/python scripts/plan_snapshot.py > plans.txt
+
+Each config runs as `snakemake --dry-run --printshellcmds` in a temporary copy
+of the workflow, with empty stand-ins for the files and folders it names
+(tests/test_examples.py's), so the examples plan without their data. The
+output leaves out what differs between runs (times, the temporary folder, the
+order of the jobs), so two snapshots taken before and after a change to the
+planning code are equal exactly when it plans the same jobs with the same
+commands.
+"""
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "workflow")]
+
+from snakemake_runner import copy_workflow  # noqa: E402
+from test_examples import EXAMPLES, create_named_inputs  # noqa: E402
+
+from clipeval.data.sources import FILE, source_format  # noqa: E402
+
+
+def create_tracked_files(workdir: Path, config: dict) -> None:
+    """The files a format tracks beside the one the config names (CIFAR's meta file beside its batch)."""
+    for entry in config["datasets"].values():
+        for setting in source_format(entry["format"]).settings:
+            if setting.key in entry and setting.kind == FILE:
+                for path in setting.files_to_track(entry[setting.key]):
+                    (workdir / path).parent.mkdir(parents=True, exist_ok=True)
+                    (workdir / path).touch()
+
+
+# Times, run ids, and why a job runs (files listed in set order, which varies between processes).
+VOLATILE = re.compile(r"^\s*(\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\]|Building DAG|host: |Date: |Workflow ID: |reason: )")
+
+
+def plan(config_path: Path) -> str:
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = copy_workflow(Path(scratch) / "workflow")
+        config = yaml.safe_load(config_path.read_text())
+        create_named_inputs(workdir, config)
+        create_tracked_files(workdir, config)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--dry-run",
+                "--printshellcmds",
+                "--configfile",
+                str(config_path.relative_to(REPO)),
+            ],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+        )
+        output = (result.stdout + result.stderr).replace(str(workdir), "<workdir>")
+    # Jobs are printed in an order that varies between runs: each job's block, sorted.
+    blocks = sorted(
+        "\n".join(line for line in block.splitlines() if not VOLATILE.match(line)) for block in output.split("\n\n")
+    )
+    return f"## {config_path.relative_to(REPO)} (exit {result.returncode})\n" + "\n\n".join(blocks) + "\n"
+
+
+if __name__ == "__main__":
+    for path in [REPO / "config/config.yaml", *EXAMPLES]:
+        sys.stdout.write(plan(path))
