@@ -23,8 +23,7 @@ include: "workflow/rules/common.smk"
 # the config names.
 check_schema()
 validate(config, "config/schema.yaml")
-fill_metric_defaults()
-check_config()
+PLAN = checked_plan()
 
 
 include: "workflow/rules/inputs.smk"

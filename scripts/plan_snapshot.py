@@ -42,6 +42,9 @@ def create_tracked_files(workdir: Path, config: dict) -> None:
 VOLATILE = re.compile(r"^\s*(\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\]|Building DAG|host: |Date: |Workflow ID: |reason: )")
 
 
+JOB_HEADER = re.compile(r"^(local)?(rule|checkpoint) \w+:$")
+
+
 def plan(config_path: Path) -> str:
     with tempfile.TemporaryDirectory() as scratch:
         workdir = copy_workflow(Path(scratch) / "workflow")
@@ -63,10 +66,15 @@ def plan(config_path: Path) -> str:
             text=True,
         )
         output = (result.stdout + result.stderr).replace(str(workdir), "<workdir>")
-    # Jobs are printed in an order that varies between runs: each job's block, sorted.
-    blocks = sorted(
-        "\n".join(line for line in block.splitlines() if not VOLATILE.match(line)) for block in output.split("\n\n")
-    )
+    # Jobs are printed in an order that varies between runs: each job's lines, sorted by job.
+    lines = [line for line in output.splitlines() if line.strip() and not VOLATILE.match(line)]
+    blocks, current = [], []
+    for line in lines:
+        if JOB_HEADER.match(line) and current:
+            blocks.append("\n".join(current))
+            current = []
+        current.append(line)
+    blocks = sorted(blocks + ["\n".join(current)])
     return f"## {config_path.relative_to(REPO)} (exit {result.returncode})\n" + "\n\n".join(blocks) + "\n"
 
 

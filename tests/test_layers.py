@@ -20,6 +20,7 @@ LAYERS = (
     ("reporting",),
     ("experiments", "config_errors", "codegraph"),
     ("commands", "cli", "__main__"),
+    ("planning",),
 )
 LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}
 

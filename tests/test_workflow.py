@@ -524,25 +524,6 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
             "config error: models.tiny-shapes.train.dataset: unknown dataset 'nowhere'"
             " (known: shapes-train, shapes-test, shapes-classes)",
         ),
-        (
-            lambda c: c.update(evaluate=[{"model": "tiny-shapes", "dataset": "shapes-train"}]),
-            "config error: evaluate[0].dataset: dataset 'shapes-train' has task 'train', which is not evaluated",
-        ),
-        (
-            lambda c: c.update(evaluate=[{"model": "ghost", "dataset": "shapes-test"}]),
-            "config error: evaluate[0].model: unknown model 'ghost' (known: tiny-shapes)",
-        ),
-        (
-            lambda c: c.update(
-                evaluate=[{"model": "given", "dataset": "shapes-classes"}],
-                models={"given": {"features": {"shapes-test": {"images": "Snakefile", "texts": "Snakefile"}}}},
-            ),
-            "config error: evaluate[0]: model 'given' has no features for dataset 'shapes-classes'",
-        ),
-        (
-            lambda c: c.update(compare={"baseline": "ghost"}),
-            "config error: compare.baseline: unknown model 'ghost' (known: tiny-shapes)",
-        ),
         (lambda c: c.update(knn={"top_k": 0}), "config error: knn.top_k: 0 is less than the minimum of 1"),
         (
             lambda c: c.update(knn={"top_k": 5}),
@@ -583,23 +564,6 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
             "config error: datasets.flickr.images: folder images/ not found",
         ),
         (
-            lambda c: c["models"].update(mine={"arch": "clipeval-tiny", "pretrained": "weights/mine.pt"}),
-            "config error: models.mine.pretrained: file weights/mine.pt not found",
-        ),
-        (
-            lambda c: c["models"].update(given={"features": {"nowhere": {"images": "i.jsonl", "texts": "t.jsonl"}}}),
-            "config error: models.given.features.nowhere: unknown dataset 'nowhere'"
-            " (known: shapes-train, shapes-test, shapes-classes)",
-        ),
-        (
-            lambda c: c["models"].update(given={"features": {"shapes-test": {"images": "i.jsonl"}}}),
-            "config error: models.given.features.shapes-test: a retrieval dataset needs 'texts' features",
-        ),
-        (
-            lambda c: c["models"].update(given={"features": {"shapes-train": {"images": "i.jsonl"}}}),
-            "config error: models.given.features.shapes-train: dataset 'shapes-train' has task 'train', which is not evaluated",
-        ),
-        (
             lambda c: c["models"].update(
                 given={"features": {"shapes-test": {"images": "i.jsonl", "texts": "Snakefile"}}}
             ),
@@ -608,6 +572,8 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
     ],
 )
 def test_config_errors_are_reported(tmp_path, change, message):
+    """Through Snakemake, as a user meets them: schema errors, a check of each kind that spans sections, and
+    files not found. Every reference check has its exact message in tests/test_planning.py."""
     workdir = copy_workflow(tmp_path)
     config_path = workdir / "config/config.yaml"
     config = yaml.safe_load(config_path.read_text())

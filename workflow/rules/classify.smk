@@ -17,9 +17,9 @@ rule encode_classes:
     resources:
         **speed_knobs("extract"),
     params:
-        arch=lambda wildcards: model_config(wildcards.model)["arch"],
+        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
         pretrained=pretrained_option,
-        precision=lambda wildcards: model_precision(wildcards.model),
+        precision=lambda wildcards: PLAN.model_precision(wildcards.model),
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
@@ -42,7 +42,7 @@ rule score_classification:
     conda:
         ENV_FILE
     params:
-        intervals=interval_options(),
+        intervals=PLAN.interval_options(),
         result_config=result_config,
         code=code_fingerprint("score-classification"),
     shell:

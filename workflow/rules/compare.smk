@@ -8,16 +8,16 @@ rule compare_models:
     input:
         ranks=compared_ranks,
     output:
-        comparisons=experiment_artifact("comparisons"),
+        comparisons=PLAN.experiment_artifact("comparisons"),
     log:
-        f"logs/compare/{experiment_name()}/{{dataset}}.log",
+        f"logs/compare/{PLAN.experiment_name()}/{{dataset}}.log",
     wildcard_constraints:
-        dataset=names_matching(compared_models()),
+        dataset=names_matching(PLAN.compared_models()),
     conda:
         ENV_FILE
     params:
         models=comparison_options,
-        intervals=interval_options(),
+        intervals=PLAN.interval_options(),
         definition=comparison_definition,
         code=code_fingerprint("compare-models"),
     shell:

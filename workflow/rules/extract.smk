@@ -13,13 +13,13 @@ rule describe_model:
     log:
         "logs/extract/{model}/meta.log",
     wildcard_constraints:
-        model=names_matching(name for name in config["models"] if not is_features_model(name)),
+        model=names_matching(name for name in config["models"] if not PLAN.is_features_model(name)),
     conda:
         ENV_FILE
     params:
-        arch=lambda wildcards: model_config(wildcards.model)["arch"],
+        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
         pretrained=pretrained_option,
-        precision=lambda wildcards: model_precision(wildcards.model),
+        precision=lambda wildcards: PLAN.model_precision(wildcards.model),
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
@@ -37,7 +37,7 @@ rule describe_features_model:
     log:
         "logs/extract/{model}/meta.log",
     wildcard_constraints:
-        model=names_matching(name for name in config["models"] if is_features_model(name)),
+        model=names_matching(name for name in config["models"] if PLAN.is_features_model(name)),
     conda:
         ENV_FILE
     params:
@@ -60,9 +60,9 @@ rule extract_text_features:
     resources:
         **speed_knobs("extract"),
     params:
-        arch=lambda wildcards: model_config(wildcards.model)["arch"],
+        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
         pretrained=pretrained_option,
-        precision=lambda wildcards: model_precision(wildcards.model),
+        precision=lambda wildcards: PLAN.model_precision(wildcards.model),
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
@@ -90,11 +90,11 @@ rule extract_image_shard:
     resources:
         **speed_knobs("extract"),
     params:
-        images=lambda wildcards: artifact("dataset_images", dataset=wildcards.dataset),
+        images=lambda wildcards: PLAN.artifact("dataset_images", dataset=wildcards.dataset),
         shard_size=config["extract"]["shard_size"],
-        arch=lambda wildcards: model_config(wildcards.model)["arch"],
+        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
         pretrained=pretrained_option,
-        precision=lambda wildcards: model_precision(wildcards.model),
+        precision=lambda wildcards: PLAN.model_precision(wildcards.model),
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,

@@ -4,6 +4,41 @@
 # share is in common.smk.
 
 
+# --- what several stages' jobs are given
+
+
+def definition(wildcards):
+    """The config entries of the models and dataset behind a job, as a param (Plan.definition)."""
+    names = wildcards.keys()
+    return PLAN.definition(
+        [wildcards.model] if "model" in names else [], wildcards.dataset if "dataset" in names else None
+    )
+
+
+def comparison_definition(wildcards):
+    """definition() of a comparison job: every model it compares, and the dataset."""
+    return PLAN.definition(PLAN.compared_models()[wildcards.dataset], wildcards.dataset)
+
+
+def result_config(wildcards):
+    return PLAN.result_config(wildcards.model, wildcards.dataset)
+
+
+def preprocess_option(wildcards):
+    return PLAN.preprocess_option(wildcards.model)
+
+
+def weights_input(wildcards):
+    weights = PLAN.checkpoint_of(wildcards.model)
+    return {"weights": weights} if weights else {}
+
+
+def pretrained_option(wildcards, input):
+    if "weights" in input.keys():
+        return f"--pretrained {shlex.quote(input.weights)}"
+    return f"--pretrained {shlex.quote(PLAN.model(wildcards.model)['pretrained'])}"
+
+
 # --- prepare (prepare.smk)
 
 
@@ -13,59 +48,30 @@ def datasets_of_format(fmt):
 
 def source_files_to_track(wildcards):
     return [
-        path for setting, value in entry_settings(wildcards.dataset, FILE) for path in setting.files_to_track(value)
+        path
+        for setting, value in PLAN.entry_settings(wildcards.dataset, FILE)
+        for path in setting.files_to_track(value)
     ]
 
 
 def prepare_settings(wildcards):
-    """The entry's settings as `clipeval prepare FORMAT` options (--key value …)."""
-    entry = dataset_config(wildcards.dataset)
-    words = []
-    for setting in SOURCE_FORMATS[entry["format"]].settings:
-        if setting.key in entry:
-            values = entry[setting.key] if setting.many else [entry[setting.key]]
-            words += [setting.flag, *(shlex.quote(str(value)) for value in values)]
-    return " ".join(words)
+    return PLAN.prepare_options(wildcards.dataset)
 
 
 def image_folder_digest(wildcards):
-    """A digest of the path and content of every file under a dataset's image folders.
-
-    Snakemake cannot track a folder. Each file's sha256 is remembered with its
-    size and modification time in .snakemake/clipeval-image-digests/, so a
-    run hashes only new or changed files (an ImageNet-sized folder once), and
-    a touched but unchanged image changes nothing.
-    """
-    return " ".join(folder_digest(Path(root)) for _, root in entry_settings(wildcards.dataset, FOLDER))
-
-
-def folder_digest(root):
-    if not root.is_dir():
-        return "missing"  # the prepare command says so, naming the folder
-    folder_key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-    cache_file = Path(".snakemake/clipeval-image-digests") / f"{folder_key}.json"
-    cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
-    fresh, total = {}, hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        name, status = path.relative_to(root).as_posix(), path.stat()
-        known = cache.get(name)
-        if known and known[:2] == [status.st_size, status.st_mtime_ns]:
-            fresh[name] = known
-        else:
-            fresh[name] = [status.st_size, status.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest()]
-        total.update(f"{name}\0{fresh[name][2]}\n".encode())
-    if fresh != cache:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        cache_file.write_text(json.dumps(fresh))
-    return total.hexdigest()[:16]
+    """A digest of every file under the dataset's image folders (planning/folder_digests.py)."""
+    return " ".join(folder_digest(Path(root)) for _, root in PLAN.entry_settings(wildcards.dataset, FOLDER))
 
 
 # --- train (train.smk)
 
 
 def train_inputs(wildcards):
-    dataset = model_config(wildcards.model)["train"]["dataset"]
-    return {"texts": artifact("dataset_texts", dataset=dataset), "meta": artifact("dataset_meta", dataset=dataset)}
+    dataset = PLAN.model(wildcards.model)["train"]["dataset"]
+    return {
+        "texts": PLAN.artifact("dataset_texts", dataset=dataset),
+        "meta": PLAN.artifact("dataset_meta", dataset=dataset),
+    }
 
 
 # --- extract (extract.smk)
@@ -73,7 +79,7 @@ def train_inputs(wildcards):
 
 def prepared_image_count(dataset):
     """Images in a prepared dataset; waits for its prepare checkpoint."""
-    fmt = dataset_config(dataset)["format"]
+    fmt = PLAN.dataset(dataset)["format"]
     meta = getattr(checkpoints, f"prepare_{fmt}").get(dataset=dataset).output.meta
     with open(meta) as handle:
         return json.load(handle)["counts"]["images"]
@@ -83,27 +89,28 @@ def image_shards(wildcards):
     shard_size = config["extract"]["shard_size"]
     count = shard_count(prepared_image_count(wildcards.dataset), shard_size) if shard_size else 1
     return [
-        artifact("image_shard", model=wildcards.model, dataset=wildcards.dataset, shard=index) for index in range(count)
+        PLAN.artifact("image_shard", model=wildcards.model, dataset=wildcards.dataset, shard=index)
+        for index in range(count)
     ]
 
 
 def text_extract_inputs(wildcards):
-    return {"texts": artifact("dataset_texts", dataset=wildcards.dataset), **weights_input(wildcards)}
+    return {"texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset), **weights_input(wildcards)}
 
 
 def image_extract_inputs(wildcards):
-    return {"dataset_meta": artifact("dataset_meta", dataset=wildcards.dataset), **weights_input(wildcards)}
+    return {"dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset), **weights_input(wildcards)}
 
 
 def precomputed_feature_files(wildcards):
-    return sorted({path for files in model_config(wildcards.model)["features"].values() for path in files.values()})
+    return sorted({path for files in PLAN.model(wildcards.model)["features"].values() for path in files.values()})
 
 
 # --- knn (knn.smk)
 
 
 def knn_inputs(wildcards):
-    files = feature_files(wildcards.model, wildcards.dataset)
+    files = PLAN.feature_files(wildcards.model, wildcards.dataset)
     return {"images": files["images"], "texts": files["texts"]}
 
 
@@ -111,19 +118,19 @@ def knn_inputs(wildcards):
 
 
 def score_inputs(wildcards):
-    features = feature_files(wildcards.model, wildcards.dataset)
+    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
     inputs = {
-        "texts": artifact("dataset_texts", dataset=wildcards.dataset),
-        "dataset_meta": artifact("dataset_meta", dataset=wildcards.dataset),
-        "model_meta": artifact("model_meta", model=wildcards.model),
+        "texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset),
+        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
+        "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
         "image_feats": features["images"],
         "text_feats": features["texts"],
     }
-    if retrieval_protocol(wildcards.dataset) == "full":
+    if PLAN.retrieval_protocol(wildcards.dataset) == "full":
         # Folds rank within each fold; full-gallery top-k lists cannot be checked against that.
         inputs.update(
             {
-                direction: artifact(
+                direction: PLAN.artifact(
                     "predictions", model=wildcards.model, dataset=wildcards.dataset, direction=direction
                 )
                 for direction in ("t2i", "i2t")
@@ -142,18 +149,18 @@ def predictions_option(wildcards, input):
 
 
 def class_encode_inputs(wildcards):
-    return {"classes": artifact("dataset_classes", dataset=wildcards.dataset), **weights_input(wildcards)}
+    return {"classes": PLAN.artifact("dataset_classes", dataset=wildcards.dataset), **weights_input(wildcards)}
 
 
 def classification_score_inputs(wildcards):
-    features = feature_files(wildcards.model, wildcards.dataset)
+    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
     return {
         "images": features["images"],
         "classes": features["classes"],
-        "labels": artifact("dataset_labels", dataset=wildcards.dataset),
-        "class_spec": artifact("dataset_classes", dataset=wildcards.dataset),
-        "dataset_meta": artifact("dataset_meta", dataset=wildcards.dataset),
-        "model_meta": artifact("model_meta", model=wildcards.model),
+        "labels": PLAN.artifact("dataset_labels", dataset=wildcards.dataset),
+        "class_spec": PLAN.artifact("dataset_classes", dataset=wildcards.dataset),
+        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
+        "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
     }
 
 
@@ -161,29 +168,28 @@ def classification_score_inputs(wildcards):
 
 
 def compared_ranks(wildcards):
-    return [score_file(model, wildcards.dataset, "ranks") for model in compared_models()[wildcards.dataset]]
+    return [PLAN.score_file(model, wildcards.dataset, "ranks") for model in PLAN.compared_models()[wildcards.dataset]]
 
 
 def comparison_options(wildcards):
-    """The models' names, and the baseline when the config names one."""
-    names = " ".join(shlex.quote(model) for model in compared_models()[wildcards.dataset])
-    baseline = config["compare"].get("baseline")
-    return f"--names {names}" + (f" --baseline {shlex.quote(baseline)}" if baseline else "")
+    return PLAN.comparison_options(wildcards.dataset)
 
 
 # --- summary (summary.smk)
 
 
 def score_files():
-    return [score_file(model, dataset) for model, dataset in evaluation_pairs()]
+    return [PLAN.score_file(model, dataset) for model, dataset in PLAN.evaluation_pairs()]
 
 
 def comparison_files():
-    return [artifact("comparisons", dataset=dataset) for dataset in compared_models()]
+    return [PLAN.artifact("comparisons", dataset=dataset) for dataset in PLAN.compared_models()]
 
 
 def score_entries():
-    return " ".join(f"--entry {model} {dataset} {score_file(model, dataset)}" for model, dataset in evaluation_pairs())
+    return " ".join(
+        f"--entry {model} {dataset} {PLAN.score_file(model, dataset)}" for model, dataset in PLAN.evaluation_pairs()
+    )
 
 
 def summary_entries():
@@ -194,61 +200,60 @@ def summary_entries():
 
 
 def dataset_ranks(wildcards):
-    return [score_file(model, wildcards.dataset, "ranks") for model in models_on(wildcards.dataset)]
+    return [PLAN.score_file(model, wildcards.dataset, "ranks") for model in PLAN.models_on(wildcards.dataset)]
 
 
 def dataset_scores(wildcards):
-    return [score_file(model, wildcards.dataset) for model in models_on(wildcards.dataset)]
+    return [PLAN.score_file(model, wildcards.dataset) for model in PLAN.models_on(wildcards.dataset)]
 
 
 def dataset_plot_entries(wildcards, input):
     """--entry MODEL FILE per model on the dataset, in config order (the models keep their colours)."""
-    return " ".join(f"--entry {model} {path}" for model, path in zip(models_on(wildcards.dataset), input))
+    return " ".join(f"--entry {model} {path}" for model, path in zip(PLAN.models_on(wildcards.dataset), input))
 
 
 def gallery_options(wildcards):
-    settings = config["report"]
-    return f"--failures {settings['failures']} --shown {settings['shown']} --thumbnail {settings['thumbnail_size']}"
+    return PLAN.gallery_options()
 
 
 def retrieval_gallery_inputs(wildcards):
-    features = feature_files(wildcards.model, wildcards.dataset)
+    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
     return {
-        "images": artifact("dataset_images", dataset=wildcards.dataset),
-        "texts": artifact("dataset_texts", dataset=wildcards.dataset),
+        "images": PLAN.artifact("dataset_images", dataset=wildcards.dataset),
+        "texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset),
         "image_feats": features["images"],
         "text_feats": features["texts"],
-        "ranks": score_file(wildcards.model, wildcards.dataset, "ranks"),
+        "ranks": PLAN.score_file(wildcards.model, wildcards.dataset, "ranks"),
     }
 
 
 def classification_gallery_inputs(wildcards):
-    features = feature_files(wildcards.model, wildcards.dataset)
+    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
     return {
-        "images": artifact("dataset_images", dataset=wildcards.dataset),
+        "images": PLAN.artifact("dataset_images", dataset=wildcards.dataset),
         "image_feats": features["images"],
         "class_feats": features["classes"],
-        "labels": artifact("dataset_labels", dataset=wildcards.dataset),
-        "classes": artifact("dataset_classes", dataset=wildcards.dataset),
+        "labels": PLAN.artifact("dataset_labels", dataset=wildcards.dataset),
+        "classes": PLAN.artifact("dataset_classes", dataset=wildcards.dataset),
     }
 
 
 def report_files():
     """Every file the report shows for this experiment, for the default target."""
-    files = [artifact("results_page"), artifact("provenance_page")]
-    for dataset in evaluated_datasets("retrieval"):
-        files += [artifact("recall_curves", dataset=dataset), artifact("rank_distribution", dataset=dataset)]
+    files = [PLAN.artifact("results_page"), PLAN.artifact("provenance_page")]
+    for dataset in PLAN.evaluated_datasets("retrieval"):
+        files += [PLAN.artifact("recall_curves", dataset=dataset), PLAN.artifact("rank_distribution", dataset=dataset)]
         files += [
-            artifact(name, dataset=dataset, model=model)
-            for model in models_on(dataset)
+            PLAN.artifact(name, dataset=dataset, model=model)
+            for model in PLAN.models_on(dataset)
             for name in ("t2i_failures", "i2t_failures")
         ]
-    for dataset in evaluated_datasets("classification"):
-        files.append(artifact("class_recall", dataset=dataset))
+    for dataset in PLAN.evaluated_datasets("classification"):
+        files.append(PLAN.artifact("class_recall", dataset=dataset))
         files += [
-            artifact(name, dataset=dataset, model=model)
-            for model in models_on(dataset)
+            PLAN.artifact(name, dataset=dataset, model=model)
+            for model in PLAN.models_on(dataset)
             for name in ("confusion", "confused_pairs")
         ]
-    files += [artifact("forest_plot", dataset=dataset) for dataset in compared_models()]
+    files += [PLAN.artifact("forest_plot", dataset=dataset) for dataset in PLAN.compared_models()]
     return files

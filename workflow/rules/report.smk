@@ -10,25 +10,25 @@ rule report_tables:
         score_files(),
     output:
         results=report(
-            experiment_artifact("results_page"),
+            PLAN.experiment_artifact("results_page"),
             caption="../report/results.rst",
             category="Results",
             subcategory="tables",
             labels={"table": "models × datasets"},
         ),
         provenance=report(
-            experiment_artifact("provenance_page"),
+            PLAN.experiment_artifact("provenance_page"),
             caption="../report/provenance.rst",
             category="Results",
             subcategory="provenance",
             labels={"table": "every result's provenance"},
         ),
     log:
-        f"logs/report/{experiment_name()}/tables.log",
+        f"logs/report/{PLAN.experiment_name()}/tables.log",
     conda:
         ENV_FILE
     params:
-        experiment=experiment_name(),
+        experiment=PLAN.experiment_name(),
         entries=score_entries(),
         code=code_fingerprint("report-tables"),
     shell:
@@ -41,25 +41,25 @@ rule plot_retrieval:
         dataset_ranks,
     output:
         curves=report(
-            experiment_artifact("recall_curves"),
+            PLAN.experiment_artifact("recall_curves"),
             caption="../report/recall_curves.rst",
             category="{dataset}",
             subcategory="all models",
             labels={"figure": "recall@K curves"},
         ),
-        curve_data=experiment_artifact("recall_curves_data"),
+        curve_data=PLAN.experiment_artifact("recall_curves_data"),
         ranks=report(
-            experiment_artifact("rank_distribution"),
+            PLAN.experiment_artifact("rank_distribution"),
             caption="../report/rank_distribution.rst",
             category="{dataset}",
             subcategory="all models",
             labels={"figure": "rank of the first correct item"},
         ),
-        rank_data=experiment_artifact("rank_distribution_data"),
+        rank_data=PLAN.experiment_artifact("rank_distribution_data"),
     log:
-        f"logs/report/{experiment_name()}/{{dataset}}/plots.log",
+        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/plots.log",
     wildcard_constraints:
-        dataset=names_matching(evaluated_datasets("retrieval")),
+        dataset=names_matching(PLAN.evaluated_datasets("retrieval")),
     conda:
         ENV_FILE
     params:
@@ -75,17 +75,17 @@ rule plot_classification:
         dataset_scores,
     output:
         recall=report(
-            experiment_artifact("class_recall"),
+            PLAN.experiment_artifact("class_recall"),
             caption="../report/class_recall.rst",
             category="{dataset}",
             subcategory="all models",
             labels={"figure": "recall per class"},
         ),
-        recall_data=experiment_artifact("class_recall_data"),
+        recall_data=PLAN.experiment_artifact("class_recall_data"),
     log:
-        f"logs/report/{experiment_name()}/{{dataset}}/plots.log",
+        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/plots.log",
     wildcard_constraints:
-        dataset=names_matching(evaluated_datasets("classification")),
+        dataset=names_matching(PLAN.evaluated_datasets("classification")),
     conda:
         ENV_FILE
     params:
@@ -98,20 +98,20 @@ rule plot_classification:
 
 rule plot_comparisons:
     input:
-        experiment_artifact("comparisons"),
+        PLAN.experiment_artifact("comparisons"),
     output:
         forest=report(
-            experiment_artifact("forest_plot"),
+            PLAN.experiment_artifact("forest_plot"),
             caption="../report/forest_plot.rst",
             category="{dataset}",
             subcategory="all models",
             labels={"figure": "paired comparisons"},
         ),
-        forest_data=experiment_artifact("forest_plot_data"),
+        forest_data=PLAN.experiment_artifact("forest_plot_data"),
     log:
-        f"logs/report/{experiment_name()}/{{dataset}}/comparisons.log",
+        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/comparisons.log",
     wildcard_constraints:
-        dataset=names_matching(compared_models()),
+        dataset=names_matching(PLAN.compared_models()),
     conda:
         ENV_FILE
     params:
@@ -125,25 +125,25 @@ rule retrieval_failures:
         unpack(retrieval_gallery_inputs),
     output:
         t2i=report(
-            experiment_artifact("t2i_failures"),
+            PLAN.experiment_artifact("t2i_failures"),
             caption="../report/t2i_failures.rst",
             category="{dataset}",
             subcategory="{model}",
             labels={"figure": "worst text → image queries"},
         ),
-        t2i_shown=experiment_artifact("t2i_failures_data"),
+        t2i_shown=PLAN.experiment_artifact("t2i_failures_data"),
         i2t=report(
-            experiment_artifact("i2t_failures"),
+            PLAN.experiment_artifact("i2t_failures"),
             caption="../report/i2t_failures.rst",
             category="{dataset}",
             subcategory="{model}",
             labels={"figure": "worst image → text queries"},
         ),
-        i2t_shown=experiment_artifact("i2t_failures_data"),
+        i2t_shown=PLAN.experiment_artifact("i2t_failures_data"),
     log:
-        f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
+        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/{{model}}/failures.log",
     wildcard_constraints:
-        dataset=names_matching(evaluated_datasets("retrieval")),
+        dataset=names_matching(PLAN.evaluated_datasets("retrieval")),
     conda:
         ENV_FILE
     params:
@@ -161,24 +161,24 @@ rule classification_failures:
         unpack(classification_gallery_inputs),
     output:
         confusion=report(
-            experiment_artifact("confusion"),
+            PLAN.experiment_artifact("confusion"),
             caption="../report/confusion.rst",
             category="{dataset}",
             subcategory="{model}",
             labels={"figure": "confusion matrix"},
         ),
-        confusion_data=experiment_artifact("confusion_data"),
+        confusion_data=PLAN.experiment_artifact("confusion_data"),
         pairs=report(
-            experiment_artifact("confused_pairs"),
+            PLAN.experiment_artifact("confused_pairs"),
             caption="../report/confused_pairs.rst",
             category="{dataset}",
             subcategory="{model}",
             labels={"figure": "most confused classes"},
         ),
     log:
-        f"logs/report/{experiment_name()}/{{dataset}}/{{model}}/failures.log",
+        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/{{model}}/failures.log",
     wildcard_constraints:
-        dataset=names_matching(evaluated_datasets("classification")),
+        dataset=names_matching(PLAN.evaluated_datasets("classification")),
     conda:
         ENV_FILE
     params:

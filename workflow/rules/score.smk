@@ -15,12 +15,12 @@ rule score_retrieval:
         ENV_FILE
     params:
         predictions=predictions_option,
-        protocol=lambda wildcards: retrieval_protocol(wildcards.dataset),
+        protocol=lambda wildcards: PLAN.retrieval_protocol(wildcards.dataset),
         recall_at=" ".join(str(k) for k in config["metrics"]["recall_at"]),
         allow_without_positive=(
             "--allow-queries-without-positive" if config["metrics"]["allow_queries_without_positive"] else ""
         ),
-        intervals=interval_options(),
+        intervals=PLAN.interval_options(),
         result_config=result_config,
         code=code_fingerprint("score-retrieval"),
     shell:

@@ -8,12 +8,12 @@ rule summary:
         score_files(),
         comparison_files(),
     output:
-        csv=experiment_artifact("summary_csv"),
-        markdown=experiment_artifact("summary_markdown"),
-        averages=experiment_artifact("averages"),
-        comparisons=experiment_artifact("comparison_table"),
+        csv=PLAN.experiment_artifact("summary_csv"),
+        markdown=PLAN.experiment_artifact("summary_markdown"),
+        averages=PLAN.experiment_artifact("averages"),
+        comparisons=PLAN.experiment_artifact("comparison_table"),
     log:
-        f"logs/summary/{experiment_name()}.log",
+        f"logs/summary/{PLAN.experiment_name()}.log",
     conda:
         ENV_FILE
     params:

@@ -19,14 +19,14 @@ rule train:
         ENV_FILE
     threads: COMPUTE_THREADS
     params:
-        arch=lambda wildcards: model_config(wildcards.model)["arch"],
+        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
         dataset_dir=lambda wildcards, input: str(Path(input.meta).parent),
-        epochs=lambda wildcards: model_config(wildcards.model)["train"]["epochs"],
-        batch_size=lambda wildcards: model_config(wildcards.model)["train"]["batch_size"],
-        lr=lambda wildcards: model_config(wildcards.model)["train"]["lr"],
-        seed=lambda wildcards: model_config(wildcards.model)["train"]["seed"],
+        epochs=lambda wildcards: PLAN.model(wildcards.model)["train"]["epochs"],
+        batch_size=lambda wildcards: PLAN.model(wildcards.model)["train"]["batch_size"],
+        lr=lambda wildcards: PLAN.model(wildcards.model)["train"]["lr"],
+        seed=lambda wildcards: PLAN.model(wildcards.model)["train"]["seed"],
         dataset_definition=lambda wildcards: json.dumps(
-            dataset_config(model_config(wildcards.model)["train"]["dataset"]), sort_keys=True
+            PLAN.dataset(PLAN.model(wildcards.model)["train"]["dataset"]), sort_keys=True
         ),
         numerics=config["numerics"],
         code=code_fingerprint("train"),

@@ -1,0 +1,290 @@
+"""The planning package without Snakemake: what a config evaluates and compares, the settings behind each
+result, its checks with their exact messages, artifact paths, folder digests and code fingerprints.
+tests/test_workflow.py runs some of the same checks through Snakemake, as a user meets them."""
+
+import copy
+import json
+import os
+
+import pytest
+import yaml
+from conftest import REPO
+
+from clipeval.codegraph import CodeGraph
+from clipeval.planning.artifacts import artifact_path, names_matching
+from clipeval.planning.checks import check_inputs, check_knn_depth, check_plan, check_references
+from clipeval.planning.fingerprints import code_fingerprint
+from clipeval.planning.folder_digests import folder_digest
+from clipeval.planning.plan import ConfigError, Plan, fill_metric_defaults
+
+DEFAULTS = {
+    "numerics": "portable",
+    "extract": {"precision": "fp32"},
+    "knn": {"top_k": 10},
+    "metrics": {"recall_at": [1, 5, 10], "protocol": "full", "bootstrap": 1000, "bootstrap_seed": 0},
+    "compare": {},
+    "report": {"failures": 8, "shown": 5, "thumbnail_size": 96},
+}
+CONFIG = {
+    **DEFAULTS,
+    "datasets": {
+        "train": {"format": "shapes", "task": "train", "num_images": 10, "seed": 0},
+        "flickr": {"format": "cnclip", "task": "retrieval", "images": "f.tsv", "texts": "f.jsonl"},
+        "coco": {
+            "format": "cnclip",
+            "task": "retrieval",
+            "images": "c.tsv",
+            "texts": "c.jsonl",
+            "protocol": "folds-1k",
+        },
+        "cifar": {"format": "cifar", "task": "classification", "batch": "b/test_batch", "templates": "t.txt"},
+    },
+    "models": {
+        "tiny": {
+            "arch": "clipeval-tiny",
+            "train": {"dataset": "train", "epochs": 1, "batch_size": 8, "lr": 0.1, "seed": 0},
+        },
+        "b32": {"arch": "ViT-B-32", "pretrained": "openai", "precision": "bf16", "preprocess": {"mean": [0, 0, 0]}},
+        "given": {"features": {"flickr": {"images": "i.jsonl", "texts": "t.jsonl"}}},
+    },
+}
+
+
+def plan_of(change=lambda config: None, files=("config/mine.yaml",)):
+    config = copy.deepcopy(CONFIG)
+    change(config)
+    return Plan(config, list(files))
+
+
+def test_every_model_on_every_dataset_of_its_tasks_in_config_order():
+    plan = plan_of()
+    assert plan.evaluation_pairs() == [
+        ("tiny", "flickr"),
+        ("tiny", "coco"),
+        ("tiny", "cifar"),
+        ("b32", "flickr"),
+        ("b32", "coco"),
+        ("b32", "cifar"),
+        ("given", "flickr"),
+    ]
+    assert plan.evaluated_datasets("retrieval") == ["flickr", "coco"]
+    assert plan.models_on("flickr") == ["tiny", "b32", "given"]
+    assert plan.compared_models() == {
+        "flickr": ["tiny", "b32", "given"],
+        "coco": ["tiny", "b32"],
+        "cifar": ["tiny", "b32"],
+    }
+
+
+def test_evaluate_and_a_baseline_narrow_the_pairs_and_comparisons():
+    plan = plan_of(
+        lambda c: c.update(
+            evaluate=[{"model": "b32", "dataset": "cifar"}, {"model": "tiny", "dataset": "flickr"}],
+            compare={"baseline": "given"},
+        )
+    )
+    assert plan.evaluation_pairs() == [("b32", "cifar"), ("tiny", "flickr")]
+    assert plan.compared_models() == {}
+    assert plan_of(lambda c: c.update(compare={"baseline": "given"})).compared_models() == {
+        "flickr": ["tiny", "b32", "given"]
+    }
+
+
+def test_settings_behind_each_result():
+    plan = plan_of()
+    assert plan.experiment_name() == "mine"
+    assert plan_of(lambda c: c.update(experiment="named")).experiment_name() == "named"
+    assert plan.retrieval_protocol("coco") == "folds-1k" and plan.retrieval_protocol("flickr") == "full"
+    assert plan.model_precision("b32") == "bf16" and plan.model_precision("tiny") == "fp32"
+    assert plan.checkpoint_of("tiny") == "results/models/tiny/checkpoint.pt" and plan.checkpoint_of("b32") is None
+    assert plan.scoring_settings("cifar") == {"metrics": {"bootstrap": 1000, "bootstrap_seed": 0}}
+    assert plan.scoring_settings("coco") == {
+        "metrics": {**DEFAULTS["metrics"], "protocol": "folds-1k"},
+        "knn": {"top_k": 10},
+    }
+    assert plan.model_definition("b32") == {**CONFIG["models"]["b32"], "numerics": "portable"}
+    assert json.loads(plan.definition(["tiny"], "coco")) == {
+        "model tiny": CONFIG["models"]["tiny"],
+        "dataset": {"format": "cnclip", "images": "c.tsv", "texts": "c.jsonl"},  # task and protocol: how, not what
+    }
+    result = json.loads(plan.result_config("given", "flickr"))
+    assert result["model"] == {"name": "given", "features": {"flickr": {"images": "i.jsonl", "texts": "t.jsonl"}}}
+    assert "extract" not in result and json.loads(plan.result_config("b32", "flickr"))["extract"] == {
+        "precision": "bf16"
+    }
+    record = plan.experiment_record()
+    assert record["experiment"] == "mine" and record["config_files"] == ["config/mine.yaml"]
+    assert list(record["scores"]) == [f"{m} on {d}" for m, d in plan.evaluation_pairs()]
+
+
+def test_paths_and_options():
+    plan = plan_of()
+    assert plan.artifact("predictions", model="b32", dataset="flickr", direction="t2i") == (
+        "results/predictions/b32/flickr/t2i.jsonl"
+    )
+    assert plan.artifact("summary_csv") == "results/experiments/mine/summary.csv"
+    assert artifact_path("x", "forest_plot", dataset="d") == "results/experiments/x/report/d/comparisons.png"
+    assert (
+        plan.experiment_artifact("t2i_failures") == "results/experiments/mine/report/{dataset}/{model}/failures-t2i.png"
+    )
+    assert plan.feature_files("given", "flickr") == {"images": "i.jsonl", "texts": "t.jsonl"}
+    assert plan.feature_files("tiny", "cifar")["classes"] == "results/features/tiny/cifar/classes.jsonl"
+    assert plan.score_file("tiny", "cifar", "ranks") == "results/scores/tiny/cifar/classification-ranks.json"
+    assert plan.prepare_options("flickr") == "--images f.tsv --texts f.jsonl"
+    assert plan.preprocess_option("b32") == """--preprocess '{"mean": [0, 0, 0]}'"""
+    assert plan.preprocess_option("tiny") == ""
+    assert plan.interval_options() == "--bootstrap 1000 --seed 0"
+    assert plan.comparison_options("coco") == "--names tiny b32"
+    assert plan_of(lambda c: c.update(compare={"baseline": "b32"})).comparison_options("coco") == (
+        "--names tiny b32 --baseline b32"
+    )
+    assert plan.gallery_options() == "--failures 8 --shown 5 --thumbnail 96"
+    assert names_matching(["a.b", "c"]) == r"a\.b|c" and names_matching([]) == "(?!x)x"
+
+
+def test_metric_defaults_fill_recall_at_then_top_k_from_it():
+    config = {"metrics": {}, "knn": {}}
+    fill_metric_defaults(config)
+    assert config == {"metrics": {"recall_at": [1, 5, 10]}, "knn": {"top_k": 10}}
+    config = {"metrics": {"recall_at": [1, 50]}, "knn": {"top_k": 7}}
+    fill_metric_defaults(config)
+    assert config["knn"]["top_k"] == 7
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda c: c["models"]["tiny"]["train"].update(dataset="nowhere"),
+            "models.tiny.train.dataset: unknown dataset 'nowhere' (known: train, flickr, coco, cifar)",
+        ),
+        (
+            lambda c: c.update(evaluate=[{"model": "tiny", "dataset": "train"}]),
+            "evaluate[0].dataset: dataset 'train' has task 'train', which is not evaluated",
+        ),
+        (
+            lambda c: c.update(evaluate=[{"model": "ghost", "dataset": "flickr"}]),
+            "evaluate[0].model: unknown model 'ghost' (known: tiny, b32, given)",
+        ),
+        (
+            lambda c: c.update(evaluate=[{"model": "given", "dataset": "cifar"}]),
+            "evaluate[0]: model 'given' has no features for dataset 'cifar'",
+        ),
+        (
+            lambda c: c.update(compare={"baseline": "ghost"}),
+            "compare.baseline: unknown model 'ghost' (known: tiny, b32, given)",
+        ),
+        (
+            lambda c: c["models"]["given"].update(features={"nowhere": {"images": "i.jsonl", "texts": "t.jsonl"}}),
+            "models.given.features.nowhere: unknown dataset 'nowhere' (known: train, flickr, coco, cifar)",
+        ),
+        (
+            lambda c: c["models"]["given"].update(features={"flickr": {"images": "i.jsonl"}}),
+            "models.given.features.flickr: a retrieval dataset needs 'texts' features",
+        ),
+        (
+            lambda c: c["models"]["given"].update(features={"train": {"images": "i.jsonl"}}),
+            "models.given.features.train: dataset 'train' has task 'train', which is not evaluated",
+        ),
+    ],
+)
+def test_references_to_other_entries_are_checked_with_one_line(change, message):
+    with pytest.raises(ConfigError) as error:
+        check_references(plan_of(change))
+    assert str(error.value) == message
+
+
+def test_knn_must_reach_the_largest_k_only_where_it_runs():
+    check_knn_depth(plan_of())
+    shallow = plan_of(lambda c: c["knn"].update(top_k=5))
+    with pytest.raises(ConfigError, match=r"^knn.top_k: 5 is too few: R@10 needs at least 10 predictions$"):
+        check_knn_depth(shallow)
+    folds_only = plan_of(lambda c: (c["knn"].update(top_k=5), c.update(evaluate=[{"model": "b32", "dataset": "coco"}])))
+    check_knn_depth(folds_only)
+
+
+def test_every_named_file_and_folder_must_exist(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^datasets.flickr.images: file f.tsv not found$"):
+        check_inputs(plan_of())
+    for name in ("f.tsv", "f.jsonl", "c.tsv", "c.jsonl", "t.txt", "i.jsonl", "t.jsonl"):
+        (tmp_path / name).touch()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b/test_batch").touch()
+    check_inputs(plan_of())
+    with pytest.raises(ConfigError, match=r"^models.mine.pretrained: file weights/mine.pt not found$"):
+        check_inputs(
+            plan_of(lambda c: c["models"].update(mine={"arch": "clipeval-tiny", "pretrained": "weights/mine.pt"}))
+        )
+    # A checkpoint this config trains is made by the workflow, not looked for.
+    check_inputs(
+        plan_of(
+            lambda c: c["models"].update(
+                again={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"}
+            )
+        )
+    )
+    check_plan(plan_of())
+
+
+def test_another_experiment_s_names_are_not_taken(tmp_path, monkeypatch):
+    from clipeval.experiments import record_path
+    from clipeval.storage.jsonl import write_json
+
+    monkeypatch.chdir(tmp_path)
+    other = plan_of(lambda c: c["models"]["b32"].update(precision="fp32"), files=("config/other.yaml",))
+    write_json(record_path(tmp_path / "results", "other"), other.experiment_record())
+    from clipeval.planning.checks import check_experiments
+
+    with pytest.raises(ConfigError, match=r"^models.b32: experiment 'other' .* defines it otherwise"):
+        check_experiments(plan_of())
+
+
+def test_a_folder_digest_follows_content_not_times(tmp_path):
+    root, cache = tmp_path / "images", tmp_path / "cache"
+    (root / "a").mkdir(parents=True)
+    (root / "a/1.png").write_bytes(b"one")
+    (root / "2.png").write_bytes(b"two")
+    first = folder_digest(root, cache)
+    assert folder_digest(root, cache) == first
+    os.utime(root / "2.png", ns=(1, 1))
+    assert folder_digest(root, cache) == first  # touched, same content
+    (root / "2.png").write_bytes(b"TWO")
+    changed = folder_digest(root, cache)
+    assert changed != first
+    (root / "2.png").rename(root / "3.png")
+    assert folder_digest(root, cache) not in (first, changed)  # a path is part of the digest
+    assert folder_digest(tmp_path / "nowhere", cache) == "missing"
+
+
+def test_a_code_fingerprint_follows_the_command_s_code_and_library_versions(tmp_path, monkeypatch):
+    import shutil
+
+    from clipeval.planning import fingerprints
+
+    package = shutil.copytree(REPO / "workflow/clipeval", tmp_path / "clipeval")
+    before = code_fingerprint(CodeGraph(package), "summarize")
+    assert code_fingerprint(CodeGraph(package), "summarize") == before
+    assert code_fingerprint(CodeGraph(package), "prepare", "cifar") != code_fingerprint(
+        CodeGraph(package), "prepare", "coco"
+    )
+    (package / "reporting/summary.py").write_text((package / "reporting/summary.py").read_text() + "\n# edited\n")
+    assert code_fingerprint(CodeGraph(package), "summarize") != before
+    (package / "retrieval/topk.py").write_text((package / "retrieval/topk.py").read_text() + "\n# edited\n")
+    knn_before = code_fingerprint(CodeGraph(REPO / "workflow/clipeval"), "make-topk-predictions")
+    monkeypatch.setattr(fingerprints, "installed_version", lambda name: "0" if name == "numpy" else "1")
+    assert code_fingerprint(CodeGraph(REPO / "workflow/clipeval"), "make-topk-predictions") != knn_before
+
+
+def test_the_default_config_plans_through_the_package(monkeypatch):
+    monkeypatch.chdir(REPO)
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config.setdefault("compare", {})
+    config["metrics"].update(protocol="full", bootstrap=1000, bootstrap_seed=0)
+    fill_metric_defaults(config)
+    plan = Plan(config, ["config/config.yaml"])
+    check_references(plan)
+    check_knn_depth(plan)
+    check_inputs(plan)
+    assert plan.evaluation_pairs() == [("tiny-shapes", "shapes-test"), ("tiny-shapes", "shapes-classes")]
+    assert plan.experiment_name() == "default"

@@ -1,0 +1,75 @@
+"""Every artifact's path, written once: rules name these as outputs, input functions fill them in.
+
+The layout is in docs/ARCHITECTURE.md.
+"""
+
+import re
+from pathlib import Path
+
+from clipeval.experiments import experiment_dir
+
+RESULTS = Path("results")
+
+# Shared by every experiment in the results folder.
+ARTIFACTS = {
+    "dataset_images": "results/datasets/{dataset}/images.lmdb",
+    "dataset_texts": "results/datasets/{dataset}/texts.jsonl",
+    "dataset_labels": "results/datasets/{dataset}/labels.jsonl",
+    "dataset_classes": "results/datasets/{dataset}/classes.json",
+    "dataset_meta": "results/datasets/{dataset}/meta.json",
+    "checkpoint": "results/models/{model}/checkpoint.pt",
+    "model_meta": "results/models/{model}/meta.json",
+    "image_shard": "results/features/{model}/{dataset}/image-shards/{shard}.jsonl",
+    "image_features": "results/features/{model}/{dataset}/images.jsonl",
+    "text_features": "results/features/{model}/{dataset}/texts.jsonl",
+    "class_features": "results/features/{model}/{dataset}/classes.jsonl",
+    "predictions": "results/predictions/{model}/{dataset}/{direction}.jsonl",
+    "retrieval_scores": "results/scores/{model}/{dataset}/retrieval.json",
+    "retrieval_ranks": "results/scores/{model}/{dataset}/retrieval-ranks.json",
+    "classification_scores": "results/scores/{model}/{dataset}/classification.json",
+    "classification_ranks": "results/scores/{model}/{dataset}/classification-ranks.json",
+}
+
+# Each experiment's own files, under results/experiments/NAME/ (their logs
+# are logs/STAGE/NAME…): what depends on which models it holds.
+EXPERIMENT_OUTPUTS = {
+    "comparisons": "comparisons/{dataset}.json",
+    "summary_csv": "summary.csv",
+    "summary_markdown": "summary.md",
+    "averages": "averages.csv",
+    "comparison_table": "comparisons.csv",
+    # The report's files (report.smk); each figure's numbers in the CSV or JSON beside it.
+    "results_page": "report/results.html",
+    "provenance_page": "report/provenance.html",
+    "recall_curves": "report/{dataset}/recall-curves.png",
+    "recall_curves_data": "report/{dataset}/recall-curves.csv",
+    "rank_distribution": "report/{dataset}/rank-distribution.png",
+    "rank_distribution_data": "report/{dataset}/rank-distribution.csv",
+    "class_recall": "report/{dataset}/class-recall.png",
+    "class_recall_data": "report/{dataset}/class-recall.csv",
+    "forest_plot": "report/{dataset}/comparisons.png",
+    "forest_plot_data": "report/{dataset}/comparisons.csv",
+    "t2i_failures": "report/{dataset}/{model}/failures-t2i.png",
+    "t2i_failures_data": "report/{dataset}/{model}/failures-t2i.json",
+    "i2t_failures": "report/{dataset}/{model}/failures-i2t.png",
+    "i2t_failures_data": "report/{dataset}/{model}/failures-i2t.json",
+    "confusion": "report/{dataset}/{model}/confusion.png",
+    "confusion_data": "report/{dataset}/{model}/confusion.csv",
+    "confused_pairs": "report/{dataset}/{model}/confused-pairs.png",
+}
+
+
+def experiment_artifact_pattern(experiment: str, name: str) -> str:
+    """The path pattern of one of an experiment's own files, its wildcards left in."""
+    return str(experiment_dir(RESULTS, experiment) / EXPERIMENT_OUTPUTS[name])
+
+
+def artifact_path(experiment: str, name: str, **wildcards) -> str:
+    pattern = experiment_artifact_pattern(experiment, name) if name in EXPERIMENT_OUTPUTS else ARTIFACTS[name]
+    return pattern.format(**wildcards)
+
+
+def names_matching(names) -> str:
+    """A wildcard constraint matching exactly these names (or nothing)."""
+    names = list(names)
+    return "|".join(re.escape(n) for n in names) if names else "(?!x)x"

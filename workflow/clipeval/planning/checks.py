@@ -1,0 +1,115 @@
+"""The checks of a config that its schema cannot express, run before any job: names that refer to other
+entries, knn's depth, the files and folders it names, and the other experiments in the results folder.
+
+Each raises ConfigError with one line naming the key.
+"""
+
+from pathlib import Path
+
+from clipeval.config_errors import location
+from clipeval.data.sources import FILE, FOLDER
+from clipeval.errors import ClipevalError
+from clipeval.experiments import experiment_conflict
+from clipeval.models.pretrained import is_checkpoint_path
+from clipeval.planning.artifacts import RESULTS
+from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
+
+
+def check_references(plan: Plan) -> None:
+    """Every name an entry gives is another entry's, of a task it can take."""
+    config = plan.config
+
+    def known(key, name, section):
+        if name not in config[section]:
+            raise ConfigError(f"{location(key)}: unknown {section[:-1]} {name!r} (known: {', '.join(config[section])})")
+
+    def evaluated(key, dataset):
+        known(key, dataset, "datasets")
+        task = config["datasets"][dataset]["task"]
+        if task not in EVALUATED_TASKS:
+            raise ConfigError(f"{location(key)}: dataset {dataset!r} has task {task!r}, which is not evaluated")
+
+    for name, entry in config["models"].items():
+        if "train" in entry:
+            known(("models", name, "train", "dataset"), entry["train"]["dataset"], "datasets")
+        for dataset, files in entry.get("features", {}).items():
+            evaluated(("models", name, "features", dataset), dataset)
+            task = config["datasets"][dataset]["task"]
+            needed = {"retrieval": "texts", "classification": "classes"}[task]
+            if needed not in files:
+                raise ConfigError(
+                    f"{location(('models', name, 'features', dataset))}: a {task} dataset needs {needed!r} features"
+                )
+    if "baseline" in config["compare"]:
+        known(("compare", "baseline"), config["compare"]["baseline"], "models")
+    for index, entry in enumerate(config.get("evaluate", [])):
+        known(("evaluate", index, "model"), entry["model"], "models")
+        evaluated(("evaluate", index, "dataset"), entry["dataset"])
+        features = config["models"][entry["model"]].get("features")
+        if features is not None and entry["dataset"] not in features:
+            raise ConfigError(
+                f"{location(('evaluate', index))}: model {entry['model']!r} has no features for dataset"
+                f" {entry['dataset']!r}"
+            )
+
+
+def check_knn_depth(plan: Plan) -> None:
+    """knn's lists hold the largest K, wherever knn runs (retrieval under the full protocol)."""
+    config = plan.config
+    deepest = max(config["metrics"]["recall_at"])
+    knn_runs = any(
+        config["datasets"][dataset]["task"] == "retrieval" and plan.retrieval_protocol(dataset) == "full"
+        for _, dataset in plan.evaluation_pairs()
+    )
+    if knn_runs and config["knn"]["top_k"] < deepest:
+        raise ConfigError(
+            f"knn.top_k: {config['knn']['top_k']} is too few: R@{deepest} needs at least {deepest} predictions"
+        )
+
+
+def check_inputs(plan: Plan) -> None:
+    """Every file and folder the config names exists, before anything runs.
+
+    Snakemake does not look at the inputs of jobs whose outputs exist: a
+    mistyped path of a prepared dataset would otherwise plan nothing and exit 0.
+    """
+    config = plan.config
+    trained = {plan.artifact("checkpoint", model=name) for name, entry in config["models"].items() if "train" in entry}
+    named = [
+        (("datasets", dataset, setting.key), value, kind)
+        for dataset in config["datasets"]
+        for kind in (FILE, FOLDER)
+        for setting, value in plan.entry_settings(dataset, kind)
+    ]
+    for name, entry in config["models"].items():
+        weights = entry.get("pretrained", "")
+        if is_checkpoint_path(weights) and weights not in trained:
+            named.append((("models", name, "pretrained"), weights, FILE))
+        named += [
+            (("models", name, "features", dataset, kind), path, FILE)
+            for dataset, files in entry.get("features", {}).items()
+            for kind, path in files.items()
+        ]
+    for key, path, kind in named:
+        if not (Path(path).is_dir() if kind == FOLDER else Path(path).exists()):
+            raise ConfigError(f"{location(key)}: {'folder' if kind == FOLDER else 'file'} {path} not found")
+
+
+def check_experiments(plan: Plan, results: Path = RESULTS) -> None:
+    """No dataset, model or score that this experiment shares by name with another is defined otherwise."""
+    try:
+        conflict = experiment_conflict(plan.experiment_record(), results)
+    except ConfigError:
+        raise
+    except ClipevalError as error:
+        raise ConfigError(str(error)) from None
+    if conflict:
+        raise ConfigError(conflict)
+
+
+def check_plan(plan: Plan) -> None:
+    """Every check, in the order a user meets them: references, knn's depth, the inputs, other experiments."""
+    check_references(plan)
+    check_knn_depth(plan)
+    check_inputs(plan)
+    check_experiments(plan)

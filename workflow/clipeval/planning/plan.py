@@ -1,0 +1,233 @@
+"""One experiment's config, read: its models and datasets, the pairs it evaluates and compares, the settings
+behind each result, its record, and the options its jobs are given.
+
+A `Plan` holds the config Snakemake has validated (schema defaults filled in)
+and the config files it came from; nothing here needs Snakemake.
+"""
+
+import json
+import shlex
+from pathlib import Path
+
+from clipeval.data.sources import format_names, source_format
+from clipeval.errors import ClipevalError
+from clipeval.metric_catalog import DEFAULT_RECALL_AT
+from clipeval.models.pretrained import is_checkpoint_path
+from clipeval.planning.artifacts import artifact_path, experiment_artifact_pattern
+
+EVALUATED_TASKS = ("retrieval", "classification")
+# Dataset keys that say how a dataset is scored, not what is in it.
+SCORING_KEYS = ("task", "protocol")
+# Every source format (workflow/clipeval/data/sources/), by its config name.
+SOURCE_FORMATS = {name: source_format(name) for name in format_names()}
+
+
+class ConfigError(ClipevalError):
+    """A mistake in the config: one line naming the key (the workflow prints it as `config error: …`)."""
+
+
+def fill_metric_defaults(config: dict) -> None:
+    """The K values of R@K (the metric catalogue's unless the config names them), and top-k lists as deep as the
+    largest K unless knn.top_k is set."""
+    config["metrics"].setdefault("recall_at", list(DEFAULT_RECALL_AT))
+    config["knn"].setdefault("top_k", max(config["metrics"]["recall_at"]))
+
+
+class Plan:
+    def __init__(self, config: dict, config_files: list[str]):
+        self.config = config
+        self.config_files = config_files
+
+    # --- the config's entries
+
+    def dataset(self, name: str) -> dict:
+        if name not in self.config["datasets"]:
+            raise ConfigError(f"unknown dataset {name!r} (known: {', '.join(self.config['datasets'])})")
+        return self.config["datasets"][name]
+
+    def model(self, name: str) -> dict:
+        if name not in self.config["models"]:
+            raise ConfigError(f"unknown model {name!r} (known: {', '.join(self.config['models'])})")
+        return self.config["models"][name]
+
+    def is_features_model(self, name: str) -> bool:
+        return "features" in self.model(name)
+
+    def precomputed_features(self, model: str, dataset: str) -> dict:
+        """A features model's files for one dataset (the checks have matched them with its task)."""
+        return self.model(model)["features"][dataset]
+
+    def entry_settings(self, dataset: str, kind) -> list:
+        """(setting, value) for each setting of this kind (FILE, FOLDER, VALUE) that a dataset's entry gives."""
+        entry = self.dataset(dataset)
+        return [
+            (setting, entry[setting.key])
+            for setting in SOURCE_FORMATS[entry["format"]].settings
+            if setting.kind == kind and setting.key in entry
+        ]
+
+    def retrieval_protocol(self, dataset: str) -> str:
+        return self.dataset(dataset).get("protocol", self.config["metrics"]["protocol"])
+
+    def model_precision(self, model: str) -> str:
+        return self.model(model).get("precision", self.config["extract"]["precision"])
+
+    def checkpoint_of(self, model: str) -> str | None:
+        """The weights file a model's extraction depends on, if it is local."""
+        entry = self.model(model)
+        if "train" in entry:
+            return self.artifact("checkpoint", model=model)
+        return entry["pretrained"] if is_checkpoint_path(entry["pretrained"]) else None
+
+    # --- what is evaluated and compared
+
+    def evaluation_pairs(self) -> list[tuple[str, str]]:
+        """(model, dataset) pairs, in config order."""
+        if "evaluate" in self.config:
+            return [(entry["model"], entry["dataset"]) for entry in self.config["evaluate"]]
+        return [
+            (model, dataset)
+            for model in self.config["models"]
+            for dataset, entry in self.config["datasets"].items()
+            if entry["task"] in EVALUATED_TASKS
+            and (not self.is_features_model(model) or dataset in self.config["models"][model]["features"])
+        ]
+
+    def evaluated_datasets(self, task: str) -> list[str]:
+        """The datasets of one task that some model is evaluated on, in config order."""
+        pairs = {dataset for _, dataset in self.evaluation_pairs()}
+        return [name for name, entry in self.config["datasets"].items() if entry["task"] == task and name in pairs]
+
+    def models_on(self, dataset: str) -> list[str]:
+        """The models evaluated on a dataset, in config order."""
+        return [model for model, evaluated in self.evaluation_pairs() if evaluated == dataset]
+
+    def compared_models(self) -> dict[str, list[str]]:
+        """{dataset: the models compared on it, in config order}: datasets with two models or more.
+
+        With `compare.baseline`, only datasets the baseline is evaluated on: each
+        other model there is compared with it.
+        """
+        by_dataset = {}
+        for model, dataset in self.evaluation_pairs():
+            by_dataset.setdefault(dataset, []).append(model)
+        baseline = self.config["compare"].get("baseline")
+        return {
+            dataset: models
+            for dataset, models in by_dataset.items()
+            if len(models) > 1 and (baseline is None or baseline in models)
+        }
+
+    # --- the experiment
+
+    def experiment_name(self) -> str:
+        """The config's `experiment`, else its (last) config file's name without .yaml."""
+        return self.config.get("experiment") or Path(self.config_files[-1]).stem
+
+    def model_definition(self, name: str) -> dict:
+        """A model's entry and the settings that shape its checkpoint and features."""
+        if self.is_features_model(name):
+            return self.model(name)
+        return {**self.model(name), "precision": self.model_precision(name), "numerics": self.config["numerics"]}
+
+    def scoring_settings(self, dataset: str) -> dict:
+        """The settings beyond the model and dataset entries that shape a pair's predictions and scores."""
+        metrics = {key: self.config["metrics"][key] for key in ("bootstrap", "bootstrap_seed")}
+        if self.dataset(dataset)["task"] != "retrieval":
+            return {"metrics": metrics}
+        metrics.update(self.config["metrics"], protocol=self.retrieval_protocol(dataset))
+        return {"metrics": metrics, "knn": {"top_k": self.config["knn"]["top_k"]}}
+
+    def experiment_record(self) -> dict:
+        """What this experiment defines, for the check against the others and results/experiments/NAME/."""
+        return {
+            "experiment": self.experiment_name(),
+            "config_files": self.config_files,
+            "datasets": self.config["datasets"],
+            "models": {name: self.model_definition(name) for name in self.config["models"]},
+            "scores": {
+                f"{model} on {dataset}": self.scoring_settings(dataset) for model, dataset in self.evaluation_pairs()
+            },
+            "config": self.config,
+        }
+
+    # --- paths
+
+    def artifact(self, name: str, **wildcards) -> str:
+        return artifact_path(self.experiment_name(), name, **wildcards)
+
+    def experiment_artifact(self, name: str) -> str:
+        """The path pattern of one of this experiment's own files, its wildcards left in."""
+        return experiment_artifact_pattern(self.experiment_name(), name)
+
+    def feature_files(self, model: str, dataset: str) -> dict:
+        """{images, texts | classes}: a model's features for a dataset, extracted or precomputed."""
+        if self.is_features_model(model):
+            return self.precomputed_features(model, dataset)
+        return {
+            kind: self.artifact(f"{item}_features", model=model, dataset=dataset)
+            for kind, item in (("images", "image"), ("texts", "text"), ("classes", "class"))
+        }
+
+    def score_file(self, model: str, dataset: str, kind: str = "scores") -> str:
+        """A score artifact (kind: scores or ranks) of the dataset's task."""
+        return self.artifact(f"{self.dataset(dataset)['task']}_{kind}", model=model, dataset=dataset)
+
+    # --- what each job is given
+
+    def definition(self, models: list[str], dataset: str | None) -> str:
+        """The config entries of the models and datasets behind a job, as a param.
+
+        Snakemake does not re-run a job whose outputs exist when an input is
+        missing (say a failed re-training deleted the checkpoint): the upstream
+        change must reach every job's own params, or stale results would stay.
+        """
+        entry = {f"model {name}": self.model(name) for name in models}
+        if dataset is not None:
+            entry["dataset"] = {k: v for k, v in self.dataset(dataset).items() if k not in SCORING_KEYS}
+        return json.dumps(entry, sort_keys=True)
+
+    def result_config(self, model: str, dataset: str) -> str:
+        """The config that determines a score, recorded in its provenance."""
+        entry = self.model(model)
+        if self.is_features_model(model):
+            entry = {"features": {dataset: self.precomputed_features(model, dataset)}}
+        return json.dumps(
+            {
+                "model": {"name": model, **entry},
+                "dataset": {"name": dataset, **self.dataset(dataset)},
+                **self.scoring_settings(dataset),
+                **({} if self.is_features_model(model) else {"extract": {"precision": self.model_precision(model)}}),
+            },
+            sort_keys=True,
+        )
+
+    def prepare_options(self, dataset: str) -> str:
+        """The entry's settings as `clipeval prepare FORMAT` options (--key value …)."""
+        entry = self.dataset(dataset)
+        words = []
+        for setting in SOURCE_FORMATS[entry["format"]].settings:
+            if setting.key in entry:
+                values = entry[setting.key] if setting.many else [entry[setting.key]]
+                words += [setting.flag, *(shlex.quote(str(value)) for value in values)]
+        return " ".join(words)
+
+    def preprocess_option(self, model: str) -> str:
+        preprocess = self.model(model).get("preprocess")
+        if not preprocess:
+            return ""
+        return f"--preprocess {shlex.quote(json.dumps(preprocess, sort_keys=True))}"
+
+    def interval_options(self) -> str:
+        metrics = self.config["metrics"]
+        return f"--bootstrap {metrics['bootstrap']} --seed {metrics['bootstrap_seed']}"
+
+    def comparison_options(self, dataset: str) -> str:
+        """The models' names, and the baseline when the config names one."""
+        names = " ".join(shlex.quote(model) for model in self.compared_models()[dataset])
+        baseline = self.config["compare"].get("baseline")
+        return f"--names {names}" + (f" --baseline {shlex.quote(baseline)}" if baseline else "")
+
+    def gallery_options(self) -> str:
+        settings = self.config["report"]
+        return f"--failures {settings['failures']} --shown {settings['shown']} --thumbnail {settings['thumbnail_size']}"
