@@ -23,31 +23,30 @@ settings.register_profile("clipeval", derandomize=True, database=None)
 settings.load_profile("clipeval")
 
 
-# The SLURM test goes first and tests/test_workflow.py second. The SLURM test
-# runs the default experiment on the cluster and compares it, at its end, with
-# the local run of it that test_workflow.py's first test starts in the other
-# worker (`default_experiment` below, built once for both), so the two runs go
-# side by side. The other files that run whole workflows follow, longest first:
-# run together on two workers (`pytest --durations=0`, commit 0bdf13b),
-# test_caching.py and test_rerun_formats.py took about 340 s of a worker each,
-# test_reproducibility.py 168 s, test_cli.py and test_fuzz_readers.py 54-67 s.
-# pytest-xdist hands whole files to its two workers in collection order
+# pytest-xdist hands whole files to its workers in collection order
 # (pyproject.toml turns off its own reordering, which sorts files by their
-# number of tests and so left the one-test SLURM file to the end); the short
-# files fill in, so the two workers end together.
+# number of tests). The files that run whole workflows go first, longest
+# first, so that the short files fill in and the workers end together:
+# test_workflow.py runs the default experiment (`default_experiment`, with
+# its 12 epochs of training), test_reproducibility.py trains and extracts on
+# an emulated CPU, test_rerun_formats.py builds an experiment of every source
+# format, test_caching.py builds the small experiment that test_slurm.py
+# later compares its cluster run with (`small_experiment_run`, built once for
+# all workers by whichever asks first).
 LONGEST_FIRST = (
-    "test_slurm.py",
     "test_workflow.py",
-    "test_caching.py",
-    "test_rerun_formats.py",
     "test_reproducibility.py",
-    "test_cli.py",
+    "test_rerun_formats.py",
+    "test_caching.py",
+    "test_slurm.py",
     "test_fuzz_readers.py",
+    "test_cli.py",
+    "test_runtime_dependencies.py",
 )
 
 
-# Files whose tests run whole workflows (Snakemake, the cluster, emulated CPUs): `make test` runs them,
-# `make test-fast` (-m "not workflow") leaves them out.
+# Files whose tests run whole workflows (Snakemake, the cluster, emulated CPUs) or a reader's 300 mutated
+# files: `make test` runs them, `make test-fast` (-m "not workflow") leaves them out.
 WORKFLOW_FILES = {
     "test_slurm.py",
     "test_workflow.py",
@@ -55,6 +54,8 @@ WORKFLOW_FILES = {
     "test_rerun_formats.py",
     "test_reproducibility.py",
     "test_examples.py",
+    "test_runtime_dependencies.py",
+    "test_fuzz_readers.py",
 }
 
 
