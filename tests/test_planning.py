@@ -270,10 +270,10 @@ def test_a_code_fingerprint_follows_the_command_s_code_and_library_versions(tmp_
     )
     (package / "reporting/summary.py").write_text((package / "reporting/summary.py").read_text() + "\n# edited\n")
     assert code_fingerprint(CodeGraph(package), "summarize") != before
-    (package / "retrieval/topk.py").write_text((package / "retrieval/topk.py").read_text() + "\n# edited\n")
-    knn_before = code_fingerprint(CodeGraph(REPO / "workflow/clipeval"), "make-topk-predictions")
+    # An upgrade of a library the command names in LIBRARIES.
+    knn_before = code_fingerprint(CodeGraph(package), "make-topk-predictions")
     monkeypatch.setattr(fingerprints, "installed_version", lambda name: "0" if name == "numpy" else "1")
-    assert code_fingerprint(CodeGraph(REPO / "workflow/clipeval"), "make-topk-predictions") != knn_before
+    assert code_fingerprint(CodeGraph(package), "make-topk-predictions") != knn_before
 
 
 def test_the_default_config_plans_through_the_package(monkeypatch):
