@@ -57,9 +57,10 @@ def create_named_inputs(workdir, config):
                 path = workdir / entry[setting.key]
                 if setting.kind == FOLDER:
                     path.mkdir(parents=True, exist_ok=True)
-                else:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.touch()
+                else:  # the file and any it brings along (CIFAR's meta file beside its batch)
+                    for tracked in setting.files_to_track(entry[setting.key]):
+                        (workdir / tracked).parent.mkdir(parents=True, exist_ok=True)
+                        (workdir / tracked).touch()
     for model in config["models"].values():
         paths = [model["pretrained"]] if is_checkpoint_path(model.get("pretrained", "")) else []
         paths += [p for files in model.get("features", {}).values() for p in files.values()]

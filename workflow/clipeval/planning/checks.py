@@ -99,8 +99,6 @@ def check_experiments(plan: Plan, results: Path = RESULTS) -> None:
     """No dataset, model or score that this experiment shares by name with another is defined otherwise."""
     try:
         conflict = experiment_conflict(plan.experiment_record(), results)
-    except ConfigError:
-        raise
     except ClipevalError as error:
         raise ConfigError(str(error)) from None
     if conflict:
