@@ -563,35 +563,6 @@ def test_evaluate_refuses_bad_input_naming_the_query(chain, tmp_path):
         )
 
 
-def test_sharded_extraction_gathers_to_the_same_bytes(chain, tiny_checkpoint, tmp_path):
-    shards = []
-    for index in range(3):
-        shards.append(tmp_path / f"{index}.jsonl")
-        result = run_cli(
-            "extract-features",
-            "--arch",
-            "clipeval-tiny",
-            "--pretrained",
-            tiny_checkpoint,
-            "--images",
-            chain / "data/images.lmdb",
-            "--shard-size",
-            12,
-            "--shard-index",
-            index,
-            "--image-output",
-            shards[-1],
-            "--batch-size",
-            8,
-            "--num-workers",
-            0,
-        )
-        assert result.returncode == 0, result.stderr
-    result = run_cli("gather-features", *shards, "--output", tmp_path / "images.jsonl")
-    assert result.returncode == 0, result.stderr
-    assert (tmp_path / "images.jsonl").read_bytes() == (chain / "feats/images.jsonl").read_bytes()
-
-
 def test_train_subcommand(tmp_path, shapes_dataset):
     result = run_cli(
         "train",

@@ -36,6 +36,26 @@ def cli(*args, env=None):
     return result
 
 
+# Several commands in one interpreter, as `python -m clipeval` runs each: importing torch is most of a
+# command's cost here (and under emulation nearly all of it), so commands that share an environment share
+# the import. Each command still builds its model, reads its inputs and pins its numerics itself.
+RUN_COMMANDS = (
+    "import json, sys; from clipeval.cli import main; sys.exit(max(main(c) for c in json.loads(sys.argv[1])))"
+)
+
+
+def run_commands(*commands, env=None, prefix=()):
+    """Run clipeval `commands` (argument lists) one after another in one interpreter, under `prefix`."""
+    argument = json.dumps([[str(arg) for arg in command] for command in commands])
+    result = subprocess.run(
+        [*prefix, sys.executable, "-c", RUN_COMMANDS, argument],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 @contextmanager
 def busy_cores(count=2):
     """Other processes competing for every core while the block runs."""
@@ -57,85 +77,70 @@ def small_data(tmp_path_factory):
     return root
 
 
+def train_command(data, out, *extra, batch_size=32):
+    return ["train", "--arch", "clipeval-tiny", "--dataset", data / "train", "--epochs", 1, "--batch-size",
+            batch_size, "--lr", 0.001, "--seed", 0, "--output", out, *extra]  # fmt: skip
+
+
+def images_command(data, checkpoint, out, *extra):
+    return ["extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint,
+            "--images", data / "test/images.lmdb", "--image-output", out, "--device", "cpu", *extra]  # fmt: skip
+
+
+def texts_command(data, checkpoint, out, *extra):
+    return ["extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint,
+            "--texts", data / "test/texts.jsonl", "--text-output", out, "--device", "cpu", *extra]  # fmt: skip
+
+
 def train(data, out, *extra, env=None):
-    cli(
-        "train",
-        "--arch",
-        "clipeval-tiny",
-        "--dataset",
-        data / "train",
-        "--epochs",
-        1,
-        "--batch-size",
-        32,
-        "--lr",
-        0.001,
-        "--seed",
-        0,
-        "--output",
-        out,
-        *extra,
-        env=env,
-    )
+    cli(*train_command(data, out, *extra), env=env)
     return out.read_bytes()
 
 
 def extract_images(data, checkpoint, out, *extra, env=None):
-    cli(
-        "extract-features",
-        "--arch",
-        "clipeval-tiny",
-        "--pretrained",
-        checkpoint,
-        "--images",
-        data / "test/images.lmdb",
-        "--image-output",
-        out,
-        "--device",
-        "cpu",
-        *extra,
-        env=env,
-    )
+    cli(*images_command(data, checkpoint, out, *extra), env=env)
     return out.read_bytes()
 
 
 def extract_texts(data, checkpoint, out, *extra, env=None):
-    cli(
-        "extract-features",
-        "--arch",
-        "clipeval-tiny",
-        "--pretrained",
-        checkpoint,
-        "--texts",
-        data / "test/texts.jsonl",
-        "--text-output",
-        out,
-        "--device",
-        "cpu",
-        *extra,
-        env=env,
-    )
+    cli(*texts_command(data, checkpoint, out, *extra), env=env)
     return out.read_bytes()
+
+
+def train_and_extract(data, out, env=None, prefix=(), batch_size=32, extract_options=()):
+    """Train, then extract the test split's image and caption features, in one interpreter; the files' bytes."""
+    out.mkdir(exist_ok=True)
+    files = {name: out / name for name in ("checkpoint.pt", "images.jsonl", "texts.jsonl")}
+    run_commands(
+        train_command(data, files["checkpoint.pt"], batch_size=batch_size),
+        images_command(data, files["checkpoint.pt"], files["images.jsonl"], *extract_options),
+        texts_command(data, files["checkpoint.pt"], files["texts.jsonl"], *extract_options),
+        env=env,
+        prefix=prefix,
+    )
+    return {name: path.read_bytes() for name, path in files.items()}
 
 
 def sharded_images(data, checkpoint, directory, shard_size, *extra):
     """Extract in shards of `shard_size`, then gather, as the workflow does."""
-    shards = []
-    for index in range(-(-150 // shard_size)):
-        shards.append(directory / f"{index}.jsonl")
-        extract_images(data, checkpoint, shards[-1], "--shard-size", shard_size, "--shard-index", index, *extra)
-    cli("gather-features", *shards, "--output", directory / "images.jsonl")
+    shards = [directory / f"{index}.jsonl" for index in range(-(-150 // shard_size))]
+    run_commands(
+        *(
+            images_command(data, checkpoint, shard, "--shard-size", shard_size, "--shard-index", index, *extra)
+            for index, shard in enumerate(shards)
+        ),
+        ["gather-features", *shards, "--output", directory / "images.jsonl"],
+    )
     return (directory / "images.jsonl").read_bytes()
 
 
 @pytest.fixture(scope="module")
 def reference(small_data):
-    checkpoint = small_data / "reference.pt"
-    train(small_data, checkpoint)
+    made = train_and_extract(small_data, small_data / "reference")
     return {
-        "checkpoint": checkpoint,
-        "images": extract_images(small_data, checkpoint, small_data / "images.jsonl"),
-        "texts": extract_texts(small_data, checkpoint, small_data / "texts.jsonl"),
+        "checkpoint": small_data / "reference/checkpoint.pt",
+        "images": made["images.jsonl"],
+        "texts": made["texts.jsonl"],
     }
 
 
@@ -185,11 +190,10 @@ def test_training_does_not_depend_on_threads_or_load(small_data, reference, tmp_
 
 @pytest.mark.parametrize("machine", list(CPU_IMITATIONS))
 def test_other_cpus_train_and_extract_the_same_bits(small_data, reference, tmp_path, machine):
-    env = CPU_IMITATIONS[machine]
-    checkpoint = tmp_path / "checkpoint.pt"
-    assert train(small_data, checkpoint, env=env) == reference["checkpoint"].read_bytes()
-    assert extract_images(small_data, checkpoint, tmp_path / "images.jsonl", env=env) == reference["images"]
-    assert extract_texts(small_data, checkpoint, tmp_path / "texts.jsonl", env=env) == reference["texts"]
+    made = train_and_extract(small_data, tmp_path, env=CPU_IMITATIONS[machine])
+    assert made["checkpoint.pt"] == reference["checkpoint"].read_bytes()
+    assert made["images.jsonl"] == reference["images"]
+    assert made["texts.jsonl"] == reference["texts"]
 
 
 def test_the_recorded_code_path_is_the_pinned_one(small_data, reference, tmp_path):
@@ -268,65 +272,16 @@ def test_a_wrong_numerics_profile_is_refused(small_data, tmp_path):
     assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr
 
 
-# Several commands in one interpreter: under emulation, importing torch is
-# most of the cost, so it is paid once.
-RUN_COMMANDS = (
-    "import json, sys; from clipeval.cli import main; sys.exit(max(main(c) for c in json.loads(sys.argv[1])))"
-)
-
-
-def train_and_extract(data, out, prefix=()):
-    """Train two AdamW steps, extract features of images and captions; return the files' bytes."""
-    out.mkdir()
-    commands = [
-        [
-            "train",
-            "--arch",
-            "clipeval-tiny",
-            "--dataset",
-            data / "train",
-            "--epochs",
-            1,
-            "--batch-size",
-            8,
-            "--lr",
-            0.001,
-            "--seed",
-            0,
-            "--output",
-            out / "checkpoint.pt",
-        ],
-        [
-            "extract-features",
-            "--arch",
-            "clipeval-tiny",
-            "--pretrained",
-            out / "checkpoint.pt",
-            "--images",
-            data / "test/images.lmdb",
-            "--image-output",
-            out / "images.jsonl",
-            "--texts",
-            data / "test/texts.jsonl",
-            "--text-output",
-            out / "texts.jsonl",
-            "--device",
-            "cpu",
-            "--num-workers",
-            0,
-        ],  # QEMU's user mode loses forked loader workers
-    ]
-    argument = json.dumps([[str(arg) for arg in command] for command in commands])
-    result = subprocess.run([*prefix, sys.executable, "-c", RUN_COMMANDS, argument], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return {name: (out / name).read_bytes() for name in ("checkpoint.pt", "images.jsonl", "texts.jsonl")}
-
-
 def test_a_cpu_of_the_other_vendor_trains_and_extracts_the_same_bits(tmp_path):
+    """Two AdamW steps and the features of four images and their captions, natively and emulated. Under
+    emulation a command's cost is importing torch, initialising the model and compiling oneDNN's kernels, not
+    the size of its input, so the smallest input that takes every code path is enough."""
     qemu, model = other_vendor_cpu()
-    cli("prepare", "shapes", "--num-images", 16, "--seed", 3, "--out", tmp_path / "train")
-    cli("prepare", "shapes", "--num-images", 12, "--seed", 4, "--out", tmp_path / "test")
-    here = train_and_extract(tmp_path, tmp_path / "native")
-    there = train_and_extract(tmp_path, tmp_path / "emulated", prefix=emulator_prefix(qemu, model))
+    cli("prepare", "shapes", "--num-images", 8, "--seed", 3, "--out", tmp_path / "train")
+    cli("prepare", "shapes", "--num-images", 4, "--seed", 4, "--out", tmp_path / "test")
+    # QEMU's user mode loses forked loader workers
+    options = {"batch_size": 4, "extract_options": ("--num-workers", 0)}
+    here = train_and_extract(tmp_path, tmp_path / "native", **options)
+    there = train_and_extract(tmp_path, tmp_path / "emulated", prefix=emulator_prefix(qemu, model), **options)
     for name in here:
         assert there[name] == here[name], f"{name} differs on an emulated {model}"
