@@ -320,33 +320,25 @@ def without_features(baseline, destination):
     return workdir
 
 
-def test_killed_while_writing_features_leaves_no_finished_looking_file(baseline, tmp_path):
-    workdir = without_features(baseline, tmp_path / "experiment")
-    features = workdir / "results/features"
-    partial = run_until(workdir, lambda: next(iter(features.glob("**/.*.partial-*")), None))
-    final = partial.with_name(partial.name[1 : partial.name.index(".partial-")])
-    assert not final.exists(), f"{final} exists although its writer was killed mid-file"
-    unlock(workdir)
-    run_jobs(workdir)
-    assert not list(features.glob("**/.*.partial-*"))
-    for name in ("tiny/shapes-test/images.jsonl", "tiny/shapes-test/texts.jsonl", "tiny/cn-test/images.jsonl"):
-        assert (features / name).read_bytes() == (baseline / "results/features" / name).read_bytes()
-    assert planned_jobs(workdir) == {}
-
-
-def test_sharded_extraction_resumes_and_gathers_the_same_bytes(baseline, tmp_path):
+def test_killed_mid_extraction_keeps_finished_shards_and_resumes_to_the_same_bytes(baseline, tmp_path):
+    """SIGKILL while an image shard is being written, one shard after the first: the shard being written
+    leaves no finished-looking file, the finished one is kept, exactly the other two are planned, and the
+    resumed run gathers the bytes of the unsharded baseline."""
     workdir = without_features(baseline, tmp_path / "experiment")
     edit_config(workdir, lambda c: c["extract"].update(shard_size=50))
-    shards = workdir / "results/features/tiny/shapes-test/image-shards"
+    features = workdir / "results/features"
+    shards = features / "tiny/shapes-test/image-shards"
 
     def one_shard_done_another_being_written():
         done = sorted(p.name for p in shards.glob("[0-9]*.jsonl"))
         # With one core, a second shard writing means the first is recorded as finished
         # (the first one's own sidecar, written after its jsonl, does not count).
         writing = [p for p in shards.glob(".*.partial-*") if done and not p.name.startswith(f".{done[0]}.")]
-        return done[0] if writing else None
+        return (done[0], writing[0]) if writing else None
 
-    done = run_until(workdir, one_shard_done_another_being_written)
+    done, partial = run_until(workdir, one_shard_done_another_being_written)
+    final = partial.with_name(partial.name[1 : partial.name.index(".partial-")])
+    assert not final.exists(), f"{final} exists although its writer was killed mid-file"
     finished = (shards / done).stat().st_mtime_ns
     unlock(workdir)
     plan = snakemake_dry_run_text(workdir)
@@ -355,11 +347,12 @@ def test_sharded_extraction_resumes_and_gathers_the_same_bytes(baseline, tmp_pat
     # the finished shard is kept; exactly the other two of the three are still to do
     assert len(planned_shards) == 2 and not [line for line in planned_shards if line.endswith(f"/{done}")]
     run_jobs(workdir)
+    assert not list(features.glob("**/.*.partial-*"))
     assert (shards / done).stat().st_mtime_ns == finished
     assert sorted(p.name for p in shards.glob("*.jsonl")) == ["0.jsonl", "1.jsonl", "2.jsonl"]
-    for dataset in ("shapes-test", "cn-test"):
-        gathered = workdir / f"results/features/tiny/{dataset}/images.jsonl"
-        assert gathered.read_bytes() == (baseline / f"results/features/tiny/{dataset}/images.jsonl").read_bytes()
+    for name in ("shapes-test/images.jsonl", "shapes-test/texts.jsonl", "cn-test/images.jsonl", "cn-test/texts.jsonl"):
+        assert (features / "tiny" / name).read_bytes() == (baseline / "results/features/tiny" / name).read_bytes()
+    assert planned_jobs(workdir) == {}
 
 
 def snakemake_dry_run_text(workdir):
