@@ -29,9 +29,15 @@ class CodeGraph:
     def __init__(self, package_dir):
         self.package_dir = Path(package_dir)
         self._imports = {}
+        self._files = {}
 
     def source_file(self, module: str) -> Path | None:
         """The file that defines `module`, or None if it is not part of the package."""
+        if module not in self._files:
+            self._files[module] = self._find_source_file(module)
+        return self._files[module]
+
+    def _find_source_file(self, module: str) -> Path | None:
         parts = module.split(".")
         if parts[0] != PACKAGE:
             return None
@@ -56,7 +62,7 @@ class CodeGraph:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         package = module if self._is_package(module) else module.rpartition(".")[0]
         found = set()
-        for node in ast.walk(tree):
+        for node in _statements(tree.body):
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -103,6 +109,21 @@ class CodeGraph:
             total.update(path.relative_to(self.package_dir).as_posix().encode() + b"\0")
             total.update(path.read_bytes() + b"\0")
         return total.hexdigest()
+
+
+# Fields that hold nested statements (an except clause's or a match case's body included). Imports are
+# statements, so the expressions around them need no visit: most of a module's nodes.
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(body):
+    """Every statement in `body`, at any depth of nesting."""
+    for node in body:
+        yield node
+        for field in _STATEMENT_FIELDS:
+            nested = getattr(node, field, None)
+            if isinstance(nested, list):
+                yield from _statements(nested)
 
 
 def _with_parents(module: str) -> list[str]:

@@ -4,6 +4,7 @@ Shell rules notice neither when the Python they call changes; a changed
 fingerprint re-runs the rule's jobs (docs/CACHING.md).
 """
 
+import functools
 import hashlib
 from importlib import metadata
 
@@ -11,6 +12,7 @@ from clipeval.cli import command_module
 from clipeval.codegraph import CodeGraph, command_entry_modules
 
 
+@functools.cache  # installed versions do not change while Snakemake plans
 def installed_version(distribution: str) -> str:
     try:
         return metadata.version(distribution)
