@@ -306,3 +306,67 @@ def test_text_that_is_not_utf8_is_named_by_file_and_line(tmp_path):
         f"clipeval: error: {tmp_path / 'templates.txt'}:2: not UTF-8 text\n",
     )
     assert not (tmp_path / "out").exists()
+
+
+def resave_with_python3(path, protocol):
+    """The file as `pickle.load(f, encoding="bytes")` then `pickle.dump` with str keys and names would leave it."""
+    import pickle
+
+    def as_text(value):
+        if isinstance(value, dict):
+            return {key.decode(): as_text(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [item.decode() if isinstance(item, bytes) else item for item in value]
+        return value.decode() if isinstance(value, bytes) else value
+
+    path.write_bytes(pickle.dumps(as_text(pickle.loads(path.read_bytes(), encoding="bytes")), protocol=protocol))
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+@pytest.mark.parametrize("layout", ["cifar10", "cifar100"])
+def test_a_batch_resaved_by_python3_with_str_keys_reads_the_same(tmp_path, layout, protocol):
+    import pickle
+
+    from clipeval.data.sources.cifar import read_cifar
+
+    pixels = np.random.default_rng(1).integers(0, 256, size=(5, 32, 32, 3), dtype=np.uint8)
+    labels, names = [2, 0, 1, 1, 2], ["apple", "aquarium_fish", "bear"]
+    original = read_cifar(write_cifar(tmp_path / "python2", layout, pixels, labels, names))
+    batch = write_cifar(tmp_path / "python3", layout, pixels, labels, names)
+    for file in batch.parent.iterdir():
+        resave_with_python3(file, protocol)
+    assert all(isinstance(key, str) for key in pickle.loads(batch.read_bytes()))
+    resaved = read_cifar(batch)
+    assert resaved[0] == original[0] and resaved[2:] == original[2:]
+    assert np.array_equal(resaved[1], original[1])
+
+
+def test_prepare_reads_a_python3_batch(tmp_path):
+    pixels = np.random.default_rng(2).integers(0, 256, size=(3, 32, 32, 3), dtype=np.uint8)
+    batch = write_cifar(tmp_path / "src", "cifar100", pixels, [1, 0, 1], ["maple_tree", "oak_tree"])
+    for file in batch.parent.iterdir():
+        resave_with_python3(file, protocol=4)
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = run_cli(
+        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
+    )
+    assert result.returncode == 0, result.stderr
+    assert [row["label"] for row in read_lines(tmp_path / "out/labels.jsonl")] == [1, 0, 1]
+    assert json.loads((tmp_path / "out/classes.json").read_text())["classnames"] == ["maple tree", "oak tree"]
+
+
+def test_a_key_given_both_as_bytes_and_as_str_is_refused(tmp_path):
+    import pickle
+
+    pixels = np.zeros((1, 3072), dtype=np.uint8)
+    batch = tmp_path / "test_batch"
+    batch.write_bytes(pickle.dumps({b"labels": [0], "labels": [0], b"data": pixels}, protocol=4))
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = run_cli(
+        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
+    )
+    assert (result.returncode, result.stderr.strip()) == (
+        1,
+        f"clipeval: error: {batch}: key b'labels' appears both as bytes and as str",
+    )
+    assert not (tmp_path / "out").exists()

@@ -38,17 +38,17 @@ def same(first, second):
     return type(first) is type(second) and first == second
 
 
-# Python 3 writes bytes under protocols 0-2 as calls of _codecs.encode, which
-# is refused; CIFAR's files come from Python 2 (BINSTRING) and newer ones use
-# protocol 3 and up (BINBYTES).
+# CIFAR's files come from Python 2 (BINSTRING). Python 3 writes bytes under protocols 0-2 as calls of
+# _codecs.encode(text, "latin1") and, from protocol 3, as BINBYTES; protocol 5 writes an array as
+# numpy's _frombuffer of an in-band buffer. A batch re-saved by Python 3 may use any of them.
 @pytest.mark.parametrize(
     "raw",
     [
         python2_pickle(BATCH),
-        pickle.dumps(BATCH, protocol=4),
+        *(pickle.dumps(BATCH, protocol=protocol) for protocol in (2, 3, 4, 5)),
         pickle.dumps({"t": (1, -2.5, None, True), "n": [[], {}], "big": 2**70}, protocol=4),
     ],
-    ids=["python2", "protocol4", "plain"],
+    ids=["python2", "protocol2", "protocol3", "protocol4", "protocol5", "plain"],
 )
 def test_plain_data_reads_as_pickle_would(raw):
     assert same(read(raw), pickle.loads(raw, encoding="bytes"))
@@ -89,6 +89,29 @@ def test_anything_but_plain_data_is_refused(value, message):
     assert refusal(python2_pickle({b"data": value})) == f"batch: {message}: a dataset pickle may hold plain data only"
 
 
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.zeros(3, dtype=np.int64), "numpy dtype 'i8', not uint8"),
+        (
+            np.asfortranarray(np.zeros((2, 2), dtype=np.uint8)),
+            "an array other than a C-ordered uint8 array with its bytes",
+        ),
+    ],
+)
+def test_protocol_5_arrays_are_held_to_the_same_rule(value, message):
+    assert refusal(pickle.dumps({"data": value}, protocol=5)) == (
+        f"batch: {message}: a dataset pickle may hold plain data only"
+    )
+
+
+def test_codecs_encode_makes_latin1_bytes_only():
+    raw = b"\x80\x02c_codecs\nencode\nX\x02\x00\x00\x00abX\x05\x00\x00\x00utf-8\x86R."
+    assert refusal(raw) == (
+        "batch: _codecs.encode with arguments ('ab', 'utf-8'): a dataset pickle may hold plain data only"
+    )
+
+
 def test_bytes_that_do_not_match_the_shape_are_refused():
     raw = python2_pickle({b"data": np.zeros((2, 4), dtype=np.uint8)})
     assert raw.count(b"K\x02K\x04\x86") == 1
@@ -111,11 +134,17 @@ def test_a_truncated_pickle_is_an_error_not_a_result():
         read(python2_pickle(BATCH)[:-1])
 
 
+VALID_BATCH = {b"labels": [1, 2], b"data": np.zeros((2, 6), dtype=np.uint8)}
+
+
+@pytest.mark.parametrize(
+    "valid", [python2_pickle(VALID_BATCH), pickle.dumps(VALID_BATCH, protocol=5)], ids=["python2", "protocol5"]
+)
 @settings(max_examples=300, deadline=None)
-@given(st.data())
-def test_no_mutation_of_a_valid_batch_crashes_the_reader(data):
+@given(data=st.data())
+def test_no_mutation_of_a_valid_batch_crashes_the_reader(valid, data):
     """Flipped, cut and inserted bytes: the reader returns plain data or raises, never crashes or runs anything."""
-    raw = bytearray(python2_pickle({b"labels": [1, 2], b"data": np.zeros((2, 6), dtype=np.uint8)}))
+    raw = bytearray(valid)
     for _ in range(data.draw(st.integers(1, 4))):
         position = data.draw(st.integers(0, len(raw) - 1))
         action = data.draw(st.sampled_from(["flip", "cut", "insert"]))

@@ -1,5 +1,6 @@
 """Read a pickle of plain data without running it: dicts, lists, tuples, bytes,
-strings, numbers, and uint8 numpy arrays.
+strings, numbers, and uint8 numpy arrays, as Python 2 and Python 3 (any
+protocol) write them.
 
 A pickle is a program for a stack machine that may call any importable
 function, and even numpy's own array constructors, given crafted arguments,
@@ -18,7 +19,12 @@ import numpy as np
 from clipeval.errors import ClipevalError
 
 RECONSTRUCT = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct")}
+# Protocol 5 writes an array as _frombuffer(its bytes, dtype, shape, order).
+FROMBUFFER = {("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer")}
 NDARRAY, DTYPE = ("numpy", "ndarray"), ("numpy", "dtype")
+# Python 3 writes bytes under protocols 0 to 2 as _codecs.encode(text, "latin1").
+CODECS_ENCODE = ("_codecs", "encode")
+ALLOWED_GLOBALS = RECONSTRUCT | FROMBUFFER | {NDARRAY, DTYPE, CODECS_ENCODE}
 # The state numpy pickles for dtype('u1'): version, byte order ("|", a str
 # written by Python 3 or bytes by Python 2), no subarray, names or fields,
 # element size and alignment from the type, no flags.
@@ -30,7 +36,9 @@ class _Global(tuple):
 
 
 class _Uint8:
-    """dtype('u1'), as a pickle names it."""
+    """dtype('u1'), as a pickle names it; `built` once its state is checked."""
+
+    built = False
 
 
 class _Array:
@@ -45,6 +53,7 @@ class _Mark:
 
 STRING_OPS = {"STRING", "BINSTRING", "SHORT_BINSTRING"}  # Python 2 str: read as bytes, as pickle's encoding="bytes"
 BYTES_OPS = {"BINBYTES", "SHORT_BINBYTES", "BINBYTES8"}
+BYTEARRAY_OPS = {"BYTEARRAY8"}  # protocol 5's in-band buffer of an array's bytes: read as bytes
 TEXT_OPS = {"UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8"}
 NUMBER_OPS = {"INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT"}
 CONSTANTS = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
@@ -78,6 +87,8 @@ def load_plain_pickle(path, handle):
             stack.append(arg.encode("latin-1") if isinstance(arg, str) else bytes(arg))
         elif name in BYTES_OPS or name in TEXT_OPS or name in NUMBER_OPS:
             stack.append(arg)
+        elif name in BYTEARRAY_OPS:
+            stack.append(bytes(arg))
         elif name in CONSTANTS:
             stack.append(CONSTANTS[name])
         elif name == "MARK":
@@ -128,7 +139,7 @@ def load_plain_pickle(path, handle):
             stack.append(stack[-1])
         elif name in ("GLOBAL", "STACK_GLOBAL"):
             module, attribute = arg.split(" ", 1) if name == "GLOBAL" else _two_strings(stack)
-            if (module, attribute) not in RECONSTRUCT | {NDARRAY, DTYPE}:
+            if (module, attribute) not in ALLOWED_GLOBALS:
                 refuse(f"refusing to load {module}.{attribute}")
             stack.append(_Global((module, attribute)))
         elif name == "REDUCE":
@@ -177,6 +188,20 @@ def _call(function, arguments, refuse):
         if arguments not in (("u1", False, True), (b"u1", False, True)):
             refuse(f"numpy dtype {arguments[0]!r}, not uint8" if arguments else "numpy dtype without arguments")
         return _Uint8()
+    if tuple(function) == CODECS_ENCODE:
+        if not (len(arguments) == 2 and isinstance(arguments[0], str) and arguments[1] in ("latin1", "latin-1")):
+            refuse(f"_codecs.encode with arguments {arguments!r}")
+        return arguments[0].encode("latin-1")
+    if tuple(function) in FROMBUFFER:
+        if not (
+            len(arguments) == 4
+            and isinstance(arguments[0], bytes)
+            and isinstance(arguments[1], _Uint8)
+            and arguments[1].built
+            and arguments[3] in ("C", b"C")
+        ):
+            refuse("an array other than a C-ordered uint8 array with its bytes")
+        return _uint8_array(arguments[2], arguments[0], refuse)
     refuse(f"calling {'.'.join(function)}")
 
 
@@ -184,6 +209,7 @@ def _build(target, state, refuse):
     if isinstance(target, _Uint8):
         if state not in UINT8_STATES:
             refuse(f"a uint8 dtype with state {state!r}")
+        target.built = True
         return
     if not isinstance(target, _Array) or target.value is not None:
         refuse(f"setting the state of a {type(target).__name__}")
@@ -196,12 +222,15 @@ def _build(target, state, refuse):
         and isinstance(state[4], bytes)
     ):
         refuse("an array other than a C-ordered uint8 array with its bytes")
-    shape, raw = state[1], state[4]
+    target.value = _uint8_array(state[1], state[4], refuse)
+
+
+def _uint8_array(shape, raw, refuse):
     if type(shape) is not tuple or not all(type(n) is int and n >= 0 for n in shape):
         refuse(f"an array shape {shape!r}")
     if math.prod(shape) != len(raw):
         refuse(f"an array of shape {shape} with {len(raw)} bytes")
-    target.value = np.frombuffer(raw, dtype=np.uint8).reshape(shape)
+    return np.frombuffer(raw, dtype=np.uint8).reshape(shape)
 
 
 def _resolved(value, refuse, open_containers=frozenset()):

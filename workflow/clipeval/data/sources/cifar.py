@@ -4,6 +4,11 @@ A pickle is a program: loading one may call any importable function. These
 files only hold dicts, lists, bytes, numbers and uint8 arrays, so they are
 read by data/plain_pickle.py, which interprets that subset without running
 the pickle at all.
+
+The release was written by Python 2: its keys and class names are bytes. A
+batch re-saved by Python 3 (`pickle.load(f, encoding="bytes")`, then
+`pickle.dump` with `str` keys) holds the same data under `str` keys, and is
+read the same.
 """
 
 import io
@@ -38,7 +43,18 @@ def load_cifar_pickle(path) -> dict:
             raise ClipevalError(f"{path}: not a readable CIFAR pickle ({type(error).__name__}: {error})") from None
     if not isinstance(data, dict):
         raise ClipevalError(f"{path}: expected a dict at the top level")
-    return data
+    return _bytes_keys(data, path)
+
+
+def _bytes_keys(data: dict, path) -> dict:
+    """The dict with each `str` key as the UTF-8 bytes the release uses."""
+    keyed = {}
+    for key, value in data.items():
+        name = key.encode("utf-8") if isinstance(key, str) else key
+        if name in keyed:
+            raise ClipevalError(f"{path}: key {name!r} appears both as bytes and as str")
+        keyed[name] = value
+    return keyed
 
 
 def detect_layout(batch: dict, path) -> str:
@@ -51,12 +67,12 @@ def detect_layout(batch: dict, path) -> str:
 def cifar_classnames(meta_path, layout: str) -> list[str]:
     """Class names from the batch's meta file, underscores read as spaces ("aquarium_fish")."""
     names = load_cifar_pickle(meta_path).get(LAYOUTS[layout][2])
-    if not isinstance(names, list) or not names or not all(isinstance(n, bytes) for n in names):
+    if not isinstance(names, list) or not names or not all(isinstance(n, (bytes, str)) for n in names):
         raise ClipevalError(f"{meta_path}: expected a list of class names under {LAYOUTS[layout][2]!r}")
     classnames = []
     for index, name in enumerate(names):
         try:
-            classnames.append(name.decode("utf-8").replace("_", " "))
+            classnames.append((name if isinstance(name, str) else name.decode("utf-8")).replace("_", " "))
         except UnicodeDecodeError:
             raise ClipevalError(f"{meta_path}: class name {index} is not UTF-8 text") from None
     return classnames
