@@ -23,6 +23,14 @@ def read_lines(path):
     return [json.loads(line) for line in open(path)]
 
 
+def prepare_cifar(batch, tmp_path):
+    """`clipeval prepare cifar` of `batch` with a one-line templates file, into tmp_path/out."""
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    return run_cli(
+        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
+    )
+
+
 @pytest.fixture
 def folders(tmp_path):
     """cat/ (2 images), dog/ (1 image, grayscale), a hidden file; names file and templates."""
@@ -256,10 +264,7 @@ def test_a_pickle_that_would_corrupt_memory_is_refused_unrun(tmp_path):
     batch = tmp_path / "src/test_batch"
     batch.parent.mkdir()
     batch.write_bytes(object_array_as_shape_pickle())
-    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli(
-        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
-    )
+    result = prepare_cifar(batch, tmp_path)
     assert (result.returncode, result.stderr.strip()) == (
         1,
         f"clipeval: error: {batch}: numpy dtype b'O8', not uint8: a dataset pickle may hold plain data only",
@@ -270,10 +275,7 @@ def test_a_pickle_that_would_corrupt_memory_is_refused_unrun(tmp_path):
 def test_truncated_cifar_batch_and_bad_labels(tmp_path):
     pixels = np.zeros((2, 32, 32, 3), dtype=np.uint8)
     batch = write_cifar(tmp_path / "src", "cifar10", pixels, [0, 5], ["a", "b"])
-    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli(
-        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
-    )
+    result = prepare_cifar(batch, tmp_path)
     assert result.stderr.strip() == f"clipeval: error: {batch}: image 1 has label 5, not a class index below 2"
     batch.write_bytes(batch.read_bytes()[:100])
     result = run_cli(
@@ -291,10 +293,7 @@ def test_text_that_is_not_utf8_is_named_by_file_and_line(tmp_path):
     batch = write_cifar(tmp_path / "src", "cifar10", pixels, [0, 1], ["a", "b"])
     meta = tmp_path / "src/batches.meta"
     meta.write_bytes(python2_pickle({b"label_names": [b"a", "café".encode("latin-1")]}))
-    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli(
-        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
-    )
+    result = prepare_cifar(batch, tmp_path)
     assert (result.returncode, result.stderr) == (1, f"clipeval: error: {meta}: class name 1 is not UTF-8 text\n")
     write_cifar(tmp_path / "src", "cifar10", pixels, [0, 1], ["a", "b"])
     (tmp_path / "templates.txt").write_bytes("a photo of a {}.\nune photo d'un {} ô\n".encode("latin-1"))
@@ -346,10 +345,7 @@ def test_prepare_reads_a_python3_batch(tmp_path):
     batch = write_cifar(tmp_path / "src", "cifar100", pixels, [1, 0, 1], ["maple_tree", "oak_tree"])
     for file in batch.parent.iterdir():
         resave_with_python3(file, protocol=4)
-    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli(
-        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
-    )
+    result = prepare_cifar(batch, tmp_path)
     assert result.returncode == 0, result.stderr
     assert [row["label"] for row in read_lines(tmp_path / "out/labels.jsonl")] == [1, 0, 1]
     assert json.loads((tmp_path / "out/classes.json").read_text())["classnames"] == ["maple tree", "oak tree"]
@@ -361,10 +357,7 @@ def test_a_key_given_both_as_bytes_and_as_str_is_refused(tmp_path):
     pixels = np.zeros((1, 3072), dtype=np.uint8)
     batch = tmp_path / "test_batch"
     batch.write_bytes(pickle.dumps({b"labels": [0], "labels": [0], b"data": pixels}, protocol=4))
-    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli(
-        "prepare", "cifar", "--batch", batch, "--templates", tmp_path / "templates.txt", "--out", tmp_path / "out"
-    )
+    result = prepare_cifar(batch, tmp_path)
     assert (result.returncode, result.stderr.strip()) == (
         1,
         f"clipeval: error: {batch}: key b'labels' appears both as bytes and as str",
