@@ -257,6 +257,18 @@ def test_a_folder_digest_follows_content_not_times(tmp_path):
     assert folder_digest(tmp_path / "nowhere", cache) == "missing"
 
 
+def test_a_cut_off_digest_cache_is_rebuilt_not_fatal(tmp_path):
+    root, cache = tmp_path / "images", tmp_path / "cache"
+    root.mkdir()
+    (root / "1.png").write_bytes(b"one")
+    digest = folder_digest(root, cache)
+    [cache_file] = cache.iterdir()
+    whole = cache_file.read_text()
+    cache_file.write_text(whole[: len(whole) // 2])  # what a write cut off by a full disk left
+    assert folder_digest(root, cache) == digest
+    assert cache_file.read_text() == whole and [p.name for p in cache.iterdir()] == [cache_file.name]
+
+
 def test_a_code_fingerprint_follows_the_command_s_code_and_library_versions(tmp_path, monkeypatch):
     import shutil
 
