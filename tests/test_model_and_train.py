@@ -33,6 +33,57 @@ def test_weights_that_do_not_fit_the_arch(tmp_path, tiny_checkpoint):
         build_model("RN50", str(tiny_checkpoint))
 
 
+INITIALISERS = {name: getattr(torch.nn.init, name) for name in ("normal_", "uniform_", "kaiming_uniform_", "zeros_")}
+
+
+def counted_initialisers(monkeypatch):
+    """{initialiser: calls}, counting the calls of torch.nn.init's initialisers from now on."""
+    calls = dict.fromkeys(INITIALISERS, 0)
+
+    def counting(name, initialiser):
+        def initialise(*args, **kwargs):
+            calls[name] += 1
+            return initialiser(*args, **kwargs)
+
+        return initialise
+
+    for name, initialiser in INITIALISERS.items():
+        monkeypatch.setattr(torch.nn.init, name, counting(name, initialiser))
+    return calls
+
+
+def test_a_model_from_a_checkpoint_draws_no_random_weights_and_computes_as_open_clip_loads_it(
+    tiny_checkpoint, monkeypatch
+):
+    calls = counted_initialisers(monkeypatch)
+    open_clip.create_model("clipeval-tiny")
+    assert all(calls.values()), calls  # what a random initialisation calls
+    calls.update(dict.fromkeys(calls, 0))
+    model, transform, tokenizer = build_model("clipeval-tiny", str(tiny_checkpoint))
+    assert not any(calls.values()), calls
+    torch.nn.init.normal_(torch.zeros(2))
+    assert calls["normal_"] == 1  # the initialisers are back
+    saved = torch.load(tiny_checkpoint)["state_dict"]
+    built = model.state_dict()
+    assert built.keys() == saved.keys() and all(torch.equal(built[key], saved[key]) for key in saved)
+
+    reference, _, _ = open_clip.create_model_and_transforms("clipeval-tiny", pretrained=str(tiny_checkpoint))
+    reference.eval()
+    images = torch.rand(3, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    texts = tokenizer(["a red circle", "a blue square", "a green star"])
+    with torch.no_grad():
+        assert torch.equal(model.encode_image(images), reference.encode_image(images))
+        assert torch.equal(model.encode_text(texts), reference.encode_text(texts))
+
+
+def test_a_failed_load_puts_the_initialisers_back(tmp_path, tiny_checkpoint):
+    with pytest.raises(ClipevalError, match="weights do not fit arch 'RN50'"):
+        build_model("RN50", str(tiny_checkpoint))
+    assert {name: getattr(torch.nn.init, name) for name in INITIALISERS} == INITIALISERS
+    torch.manual_seed(0)
+    assert torch.nn.init.normal_(torch.zeros(4)).abs().sum() > 0
+
+
 def test_file_that_is_not_a_checkpoint(tmp_path):
     path = tmp_path / "junk.pt"
     path.write_bytes(b"not a checkpoint")

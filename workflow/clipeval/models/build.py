@@ -4,6 +4,7 @@ Importing this module registers the model configs shipped with clipeval
 (for example `clipeval-tiny`) with open_clip, so they resolve by name.
 """
 
+import contextlib
 import zipfile
 from importlib.resources import files
 from pathlib import Path
@@ -82,6 +83,48 @@ def _check_loadable(checkpoint: str) -> None:
         raise ClipevalError(f"{checkpoint}: not a loadable checkpoint ({type(error).__name__})") from None
 
 
+# torch.nn.init's in-place initialisers, through which module constructors
+# (and open_clip's init_parameters) draw their random weights.
+_INITIALISERS = (
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "eye_",
+    "dirac_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "orthogonal_",
+    "sparse_",
+)
+
+
+def _leave_unchanged(tensor, *args, **kwargs):
+    return tensor
+
+
+@contextlib.contextmanager
+def _random_init_skipped():
+    """Build modules without drawing their random weights, for a model whose checkpoint then sets every one.
+
+    open_clip loads a full checkpoint with strict=True, which fails unless it
+    holds every parameter and buffer that the state dict has, so no drawn value
+    survives the load; drawing them costs about a second per ViT-B-32.
+    """
+    saved = {name: getattr(torch.nn.init, name) for name in _INITIALISERS}
+    for name in saved:
+        setattr(torch.nn.init, name, _leave_unchanged)
+    try:
+        yield
+    finally:
+        for name, initialiser in saved.items():
+            setattr(torch.nn.init, name, initialiser)
+
+
 def build_model(arch: str, pretrained: str | None, device: str = "cpu", precision: str = "fp32", preprocess=None):
     """Return (model in eval mode, eval preprocess, tokenizer).
 
@@ -97,15 +140,18 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     local = bool(pretrained) and is_checkpoint_path(pretrained)
     if local:
         _check_loadable(pretrained)
+    # big_vision weights are copied in tensor by tensor, not by a strict load
+    loads_every_weight = bool(pretrained) and not pretrained.endswith(BIG_VISION_SUFFIX)
     try:
-        model, _, transform = open_clip.create_model_and_transforms(
-            arch,
-            pretrained=pretrained or None,
-            device=device,
-            precision=precision,
-            require_pretrained=bool(pretrained),
-            **{_PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
-        )
+        with _random_init_skipped() if loads_every_weight else contextlib.nullcontext():
+            model, _, transform = open_clip.create_model_and_transforms(
+                arch,
+                pretrained=pretrained or None,
+                device=device,
+                precision=precision,
+                require_pretrained=bool(pretrained),
+                **{_PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
+            )
     except (
         RuntimeError,
         AssertionError,
