@@ -12,17 +12,21 @@ from pathlib import Path
 import yaml
 from conftest import REPO
 from sources import write_cnclip
+from warm_snakemake import needs_fresh_interpreter, warm_snakemake
 
 WORKFLOW_FILES = ("Snakefile", "config", "workflow", "envs", "profiles")
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
 
 
-def snakemake(workdir, *args, env=None, **popen):
-    env = {**os.environ, **(env or {})}
+def snakemake(workdir, *args, env=None):
+    """`python -m snakemake ARGS` in `workdir`, run as warm_snakemake.py says; returns the CompletedProcess."""
+    overrides = env or {}
+    env = {**os.environ, **overrides}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", *args], cwd=workdir, capture_output=True, text=True, env=env, **popen
-    )
+    if needs_fresh_interpreter(overrides):
+        command = [sys.executable, "-m", "snakemake", *map(str, args)]
+        return subprocess.run(command, cwd=workdir, capture_output=True, text=True, env=env)
+    return warm_snakemake.run(args, workdir, env)
 
 
 def job_counts(output):
