@@ -56,6 +56,7 @@ WORKFLOW_FILES = {
     "test_examples.py",
     "test_runtime_dependencies.py",
     "test_fuzz_readers.py",
+    "test_shell_quoting.py",
 }
 
 

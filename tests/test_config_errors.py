@@ -69,7 +69,7 @@ def test_the_valid_config_has_no_error():
         (lambda c: c["datasets"]["flickr"].pop("format"), "datasets.flickr: 'format' is a required property"),
         (
             lambda c: c["datasets"].update({"my data": c["datasets"].pop("flickr")}),
-            "datasets: 'my data' does not match '^[A-Za-z0-9][A-Za-z0-9._-]*$'",
+            "datasets: 'my data' does not match '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$'",
         ),
         (
             lambda c: c["models"]["b32"].update(pretrianed="openai"),

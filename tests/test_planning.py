@@ -12,7 +12,7 @@ from conftest import REPO
 
 from clipeval.codegraph import CodeGraph
 from clipeval.planning.artifacts import artifact_path, names_matching
-from clipeval.planning.checks import check_inputs, check_knn_depth, check_plan, check_references
+from clipeval.planning.checks import NAME, check_inputs, check_knn_depth, check_names, check_plan, check_references
 from clipeval.planning.fingerprints import code_fingerprint
 from clipeval.planning.folder_digests import folder_digest
 from clipeval.planning.plan import ConfigError, Plan, fill_metric_defaults
@@ -130,15 +130,15 @@ def test_paths_and_options():
     assert plan.feature_files("given", "flickr") == {"images": "i.jsonl", "texts": "t.jsonl"}
     assert plan.feature_files("tiny", "cifar")["classes"] == "results/features/tiny/cifar/classes.jsonl"
     assert plan.score_file("tiny", "cifar", "ranks") == "results/scores/tiny/cifar/classification-ranks.json"
-    assert plan.prepare_options("flickr") == "--images f.tsv --texts f.jsonl"
-    assert plan.preprocess_option("b32") == """--preprocess '{"mean": [0, 0, 0]}'"""
-    assert plan.preprocess_option("tiny") == ""
-    assert plan.interval_options() == "--bootstrap 1000 --seed 0"
-    assert plan.comparison_options("coco") == "--names tiny b32"
+    assert plan.prepare_options("flickr") == ["--images", "f.tsv", "--texts", "f.jsonl"]
+    assert plan.preprocess_option("b32") == ["--preprocess", '{"mean": [0, 0, 0]}']
+    assert plan.preprocess_option("tiny") == []
+    assert plan.interval_options() == ["--bootstrap", "1000", "--seed", "0"]
+    assert plan.comparison_options("coco") == ["--names", "tiny", "b32"]
     assert plan_of(lambda c: c.update(compare={"baseline": "b32"})).comparison_options("coco") == (
-        "--names tiny b32 --baseline b32"
+        ["--names", "tiny", "b32", "--baseline", "b32"]
     )
-    assert plan.gallery_options() == "--failures 8 --shown 5 --thumbnail 96"
+    assert plan.gallery_options() == ["--failures", "8", "--shown", "5", "--thumbnail", "96"]
     assert names_matching(["a.b", "c"]) == r"a\.b|c" and names_matching([]) == "(?!x)x"
 
 
@@ -149,6 +149,60 @@ def test_metric_defaults_fill_recall_at_then_top_k_from_it():
     config = {"metrics": {"recall_at": [1, 50]}, "knn": {"top_k": 7}}
     fill_metric_defaults(config)
     assert config["knn"]["top_k"] == 7
+
+
+RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters"
+
+
+@pytest.mark.parametrize(
+    "change, files, message",
+    [
+        (
+            lambda c: c["datasets"].update({"flickr\n": c["datasets"].pop("flickr")}),
+            ("config/mine.yaml",),
+            f"datasets: 'flickr\\n' is not a usable name ({RULE})",
+        ),
+        (
+            lambda c: c["models"].update({"m" * 101: c["models"].pop("tiny")}),
+            ("config/mine.yaml",),
+            f"models: '{'m' * 101}' is not a usable name ({RULE})",
+        ),
+        (
+            lambda c: c.update(experiment="x$(touch X)"),
+            ("config/mine.yaml",),
+            f"experiment: 'x$(touch X)' is not a usable name ({RULE})",
+        ),
+        (
+            lambda c: None,
+            ("config/x$(touch X).yaml",),
+            f"config/x$(touch X).yaml: the experiment takes this file's name, 'x$(touch X)', which is not a usable"
+            f" name ({RULE}); set `experiment:` in it",
+        ),
+        (
+            lambda c: None,
+            ("config/my exp.yaml",),
+            f"config/my exp.yaml: the experiment takes this file's name, 'my exp', which is not a usable name"
+            f" ({RULE}); set `experiment:` in it",
+        ),
+        (
+            lambda c: None,
+            ("config/...yaml",),
+            f"config/...yaml: the experiment takes this file's name, '..', which is not a usable name ({RULE});"
+            " set `experiment:` in it",
+        ),
+    ],
+)
+def test_names_that_become_paths_and_command_words_are_checked_with_one_line(change, files, message):
+    with pytest.raises(ConfigError) as error:
+        check_names(plan_of(change, files))
+    assert str(error.value) == message
+
+
+def test_usable_names_pass_and_the_schema_states_the_same_rule():
+    check_names(plan_of(lambda c: c["models"].update({"m" * 100: c["models"].pop("tiny")})))
+    check_names(plan_of(files=("config/Exp_1.2-b.yaml",)))
+    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())
+    assert schema["$defs"]["name"]["pattern"] == f"^{NAME.pattern}$"
 
 
 @pytest.mark.parametrize(

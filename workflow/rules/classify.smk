@@ -25,10 +25,10 @@ rule encode_classes:
         definition=definition,
         code=code_fingerprint("encode-classes"),
     shell:
-        "python -m clipeval encode-classes --arch {params.arch} {params.pretrained} {params.preprocess}"
-        " --precision {params.precision} --classes {input.classes} --output {output.classes}"
-        " --batch-size {resources.batch_size} --device {resources.device}"
-        " --numerics {params.numerics} --threads {threads} > {log} 2>&1"
+        "python -m clipeval encode-classes --arch {params.arch:q} {params.pretrained:q} {params.preprocess:q}"
+        " --precision {params.precision:q} --classes {input.classes:q} --output {output.classes:q}"
+        " --batch-size {resources.batch_size:q} --device {resources.device:q}"
+        " --numerics {params.numerics:q} --threads {threads:q} > {log:q} 2>&1"
 
 
 rule score_classification:
@@ -46,7 +46,7 @@ rule score_classification:
         result_config=result_config,
         code=code_fingerprint("score-classification"),
     shell:
-        "python -m clipeval score-classification --image-feats {input.images} --class-feats {input.classes}"
-        " --labels {input.labels} --classes {input.class_spec} --dataset-meta {input.dataset_meta}"
-        " --model-meta {input.model_meta} --config {params.result_config:q} {params.intervals}"
-        " --ranks-output {output.ranks} --output {output.metrics} > {log} 2>&1"
+        "python -m clipeval score-classification --image-feats {input.images:q} --class-feats {input.classes:q}"
+        " --labels {input.labels:q} --classes {input.class_spec:q} --dataset-meta {input.dataset_meta:q}"
+        " --model-meta {input.model_meta:q} --config {params.result_config:q} {params.intervals:q}"
+        " --ranks-output {output.ranks:q} --output {output.metrics:q} > {log:q} 2>&1"

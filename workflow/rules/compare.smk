@@ -21,5 +21,5 @@ rule compare_models:
         definition=comparison_definition,
         code=code_fingerprint("compare-models"),
     shell:
-        "python -m clipeval compare-models {input.ranks} {params.models} --dataset {wildcards.dataset}"
-        " {params.intervals} --output {output.comparisons} > {log} 2>&1"
+        "python -m clipeval compare-models {input.ranks:q} {params.models:q} --dataset {wildcards.dataset:q}"
+        " {params.intervals:q} --output {output.comparisons:q} > {log:q} 2>&1"

@@ -25,8 +25,8 @@ rule describe_model:
         definition=definition,
         code=code_fingerprint("describe-model"),
     shell:
-        "python -m clipeval describe-model --arch {params.arch} {params.pretrained}"
-        " --precision {params.precision} {params.preprocess} --numerics {params.numerics} --output {output.meta} > {log} 2>&1"
+        "python -m clipeval describe-model --arch {params.arch:q} {params.pretrained:q}"
+        " --precision {params.precision:q} {params.preprocess:q} --numerics {params.numerics:q} --output {output.meta:q} > {log:q} 2>&1"
 
 
 rule describe_features_model:
@@ -43,7 +43,7 @@ rule describe_features_model:
     params:
         code=code_fingerprint("describe-features"),
     shell:
-        "python -m clipeval describe-features {input} --output {output.meta} > {log} 2>&1"
+        "python -m clipeval describe-features {input:q} --output {output.meta:q} > {log:q} 2>&1"
 
 
 rule extract_text_features:
@@ -68,10 +68,10 @@ rule extract_text_features:
         definition=definition,
         code=code_fingerprint("extract-features"),
     shell:
-        "python -m clipeval extract-features --arch {params.arch} {params.pretrained} {params.preprocess}"
-        " --precision {params.precision} --texts {input.texts} --text-output {output.texts}"
-        " --batch-size {resources.batch_size} --device {resources.device}"
-        " --numerics {params.numerics} --threads {threads} > {log} 2>&1"
+        "python -m clipeval extract-features --arch {params.arch:q} {params.pretrained:q} {params.preprocess:q}"
+        " --precision {params.precision:q} --texts {input.texts:q} --text-output {output.texts:q}"
+        " --batch-size {resources.batch_size:q} --device {resources.device:q}"
+        " --numerics {params.numerics:q} --threads {threads:q} > {log:q} 2>&1"
 
 
 rule extract_image_shard:
@@ -100,11 +100,11 @@ rule extract_image_shard:
         definition=definition,
         code=code_fingerprint("extract-features"),
     shell:
-        "python -m clipeval extract-features --arch {params.arch} {params.pretrained} {params.preprocess}"
-        " --precision {params.precision} --images {params.images}"
-        " --shard-index {wildcards.shard} --shard-size {params.shard_size} --image-output {output.shard}"
-        " --batch-size {resources.batch_size} --num-workers {resources.num_workers}"
-        " --device {resources.device} --numerics {params.numerics} --threads {threads} > {log} 2>&1"
+        "python -m clipeval extract-features --arch {params.arch:q} {params.pretrained:q} {params.preprocess:q}"
+        " --precision {params.precision:q} --images {params.images:q}"
+        " --shard-index {wildcards.shard:q} --shard-size {params.shard_size:q} --image-output {output.shard:q}"
+        " --batch-size {resources.batch_size:q} --num-workers {resources.num_workers:q}"
+        " --device {resources.device:q} --numerics {params.numerics:q} --threads {threads:q} > {log:q} 2>&1"
 
 
 rule gather_image_features:
@@ -121,4 +121,4 @@ rule gather_image_features:
         definition=definition,
         code=code_fingerprint("gather-features"),
     shell:
-        "python -m clipeval gather-features {input} --id-key image_id --output {output.images} > {log} 2>&1"
+        "python -m clipeval gather-features {input:q} --id-key image_id --output {output.images:q} > {log:q} 2>&1"

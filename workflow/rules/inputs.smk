@@ -35,8 +35,8 @@ def weights_input(wildcards):
 
 def pretrained_option(wildcards, input):
     if "weights" in input.keys():
-        return f"--pretrained {shlex.quote(input.weights)}"
-    return f"--pretrained {shlex.quote(PLAN.model(wildcards.model)['pretrained'])}"
+        return ["--pretrained", input.weights]
+    return ["--pretrained", PLAN.model(wildcards.model)["pretrained"]]
 
 
 # --- prepare (prepare.smk)
@@ -141,8 +141,8 @@ def score_inputs(wildcards):
 
 def predictions_option(wildcards, input):
     if "t2i" in input.keys():
-        return f"--t2i {shlex.quote(input.t2i)} --i2t {shlex.quote(input.i2t)}"
-    return ""
+        return ["--t2i", input.t2i, "--i2t", input.i2t]
+    return []
 
 
 # --- classify (classify.smk)
@@ -187,13 +187,15 @@ def comparison_files():
 
 
 def score_entries():
-    return " ".join(
-        f"--entry {model} {dataset} {PLAN.score_file(model, dataset)}" for model, dataset in PLAN.evaluation_pairs()
-    )
+    return [
+        word
+        for model, dataset in PLAN.evaluation_pairs()
+        for word in ("--entry", model, dataset, PLAN.score_file(model, dataset))
+    ]
 
 
 def summary_entries():
-    return " ".join([score_entries()] + [f"--comparison {path}" for path in comparison_files()])
+    return score_entries() + [word for path in comparison_files() for word in ("--comparison", path)]
 
 
 # --- report (report.smk)
@@ -209,7 +211,11 @@ def dataset_scores(wildcards):
 
 def dataset_plot_entries(wildcards, input):
     """--entry MODEL FILE per model on the dataset, in config order (the models keep their colours)."""
-    return " ".join(f"--entry {model} {path}" for model, path in zip(PLAN.models_on(wildcards.dataset), input))
+    return [word for model, path in zip(PLAN.models_on(wildcards.dataset), input) for word in ("--entry", model, path)]
+
+
+def gallery_title(wildcards):
+    return f"{wildcards.model} on {wildcards.dataset}"
 
 
 def gallery_options(wildcards):

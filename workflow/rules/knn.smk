@@ -20,6 +20,6 @@ rule knn:
         definition=definition,
         code=code_fingerprint("make-topk-predictions"),
     shell:
-        "python -m clipeval make-topk-predictions --image-feats {input.images} --text-feats {input.texts}"
-        " --top-k {params.top_k} --direction {wildcards.direction} --device {resources.device}"
-        " --output {output.predictions} > {log} 2>&1"
+        "python -m clipeval make-topk-predictions --image-feats {input.images:q} --text-feats {input.texts:q}"
+        " --top-k {params.top_k:q} --direction {wildcards.direction:q} --device {resources.device:q}"
+        " --output {output.predictions:q} > {log:q} 2>&1"

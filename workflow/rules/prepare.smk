@@ -29,4 +29,4 @@ for prepared_format in SOURCE_FORMATS.values():
             out_dir=lambda wildcards, output: str(Path(output.meta).parent),
             code=code_fingerprint("prepare", prepared_format.name),
         shell:
-            "python -m clipeval prepare {params.format} {params.settings} --out {params.out_dir} > {log} 2>&1"
+            "python -m clipeval prepare {params.format:q} {params.settings:q} --out {params.out_dir:q} > {log:q} 2>&1"

@@ -32,8 +32,8 @@ rule report_tables:
         entries=score_entries(),
         code=code_fingerprint("report-tables"),
     shell:
-        "python -m clipeval report-tables --experiment {params.experiment} {params.entries}"
-        " --results {output.results} --provenance {output.provenance} > {log} 2>&1"
+        "python -m clipeval report-tables --experiment {params.experiment:q} {params.entries:q}"
+        " --results {output.results:q} --provenance {output.provenance:q} > {log:q} 2>&1"
 
 
 rule plot_retrieval:
@@ -66,8 +66,8 @@ rule plot_retrieval:
         entries=dataset_plot_entries,
         code=code_fingerprint("plot-dataset"),
     shell:
-        "python -m clipeval plot-dataset --dataset {wildcards.dataset} {params.entries}"
-        " --recall-curves {output.curves} --rank-distribution {output.ranks} > {log} 2>&1"
+        "python -m clipeval plot-dataset --dataset {wildcards.dataset:q} {params.entries:q}"
+        " --recall-curves {output.curves:q} --rank-distribution {output.ranks:q} > {log:q} 2>&1"
 
 
 rule plot_classification:
@@ -92,8 +92,8 @@ rule plot_classification:
         entries=dataset_plot_entries,
         code=code_fingerprint("plot-dataset"),
     shell:
-        "python -m clipeval plot-dataset --dataset {wildcards.dataset} {params.entries}"
-        " --class-recall {output.recall} > {log} 2>&1"
+        "python -m clipeval plot-dataset --dataset {wildcards.dataset:q} {params.entries:q}"
+        " --class-recall {output.recall:q} > {log:q} 2>&1"
 
 
 rule plot_comparisons:
@@ -117,7 +117,7 @@ rule plot_comparisons:
     params:
         code=code_fingerprint("plot-comparisons"),
     shell:
-        "python -m clipeval plot-comparisons {input} --output {output.forest} > {log} 2>&1"
+        "python -m clipeval plot-comparisons {input:q} --output {output.forest:q} > {log:q} 2>&1"
 
 
 rule retrieval_failures:
@@ -147,13 +147,14 @@ rule retrieval_failures:
     conda:
         ENV_FILE
     params:
+        title=gallery_title,
         gallery=gallery_options,
         code=code_fingerprint("retrieval-failures"),
     shell:
-        "python -m clipeval retrieval-failures --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
-        " --images {input.images} --image-feats {input.image_feats} --texts {input.texts}"
-        " --text-feats {input.text_feats} --ranks {input.ranks}"
-        " --t2i-output {output.t2i} --i2t-output {output.i2t} > {log} 2>&1"
+        "python -m clipeval retrieval-failures --title {params.title:q} {params.gallery:q}"
+        " --images {input.images:q} --image-feats {input.image_feats:q} --texts {input.texts:q}"
+        " --text-feats {input.text_feats:q} --ranks {input.ranks:q}"
+        " --t2i-output {output.t2i} --i2t-output {output.i2t} > {log:q} 2>&1"
 
 
 rule classification_failures:
@@ -182,10 +183,11 @@ rule classification_failures:
     conda:
         ENV_FILE
     params:
+        title=gallery_title,
         gallery=gallery_options,
         code=code_fingerprint("classification-failures"),
     shell:
-        "python -m clipeval classification-failures --title '{wildcards.model} on {wildcards.dataset}' {params.gallery}"
-        " --images {input.images} --image-feats {input.image_feats} --class-feats {input.class_feats}"
-        " --labels {input.labels} --classes {input.classes}"
-        " --confusion-output {output.confusion} --pairs-output {output.pairs} > {log} 2>&1"
+        "python -m clipeval classification-failures --title {params.title:q} {params.gallery:q}"
+        " --images {input.images:q} --image-feats {input.image_feats:q} --class-feats {input.class_feats:q}"
+        " --labels {input.labels:q} --classes {input.classes:q}"
+        " --confusion-output {output.confusion:q} --pairs-output {output.pairs:q} > {log:q} 2>&1"

@@ -16,7 +16,7 @@ rule score_retrieval:
     params:
         predictions=predictions_option,
         protocol=lambda wildcards: PLAN.retrieval_protocol(wildcards.dataset),
-        recall_at=" ".join(str(k) for k in config["metrics"]["recall_at"]),
+        recall_at=[str(k) for k in config["metrics"]["recall_at"]],
         allow_without_positive=(
             "--allow-queries-without-positive" if config["metrics"]["allow_queries_without_positive"] else ""
         ),
@@ -24,8 +24,8 @@ rule score_retrieval:
         result_config=result_config,
         code=code_fingerprint("score-retrieval"),
     shell:
-        "python -m clipeval score-retrieval --texts {input.texts}"
-        " --image-feats {input.image_feats} --text-feats {input.text_feats} {params.predictions}"
-        " --protocol {params.protocol} --recall-at {params.recall_at} {params.allow_without_positive}"
-        " {params.intervals} --dataset-meta {input.dataset_meta} --model-meta {input.model_meta}"
-        " --config {params.result_config:q} --ranks-output {output.ranks} --output {output.metrics} > {log} 2>&1"
+        "python -m clipeval score-retrieval --texts {input.texts:q}"
+        " --image-feats {input.image_feats:q} --text-feats {input.text_feats:q} {params.predictions:q}"
+        " --protocol {params.protocol:q} --recall-at {params.recall_at:q} {params.allow_without_positive:q}"
+        " {params.intervals:q} --dataset-meta {input.dataset_meta:q} --model-meta {input.model_meta:q}"
+        " --config {params.result_config:q} --ranks-output {output.ranks:q} --output {output.metrics:q} > {log:q} 2>&1"

@@ -20,5 +20,5 @@ rule summary:
         entries=summary_entries(),
         code=code_fingerprint("summarize"),
     shell:
-        "python -m clipeval summarize {params.entries} --csv {output.csv} --markdown {output.markdown}"
-        " --averages {output.averages} --comparisons {output.comparisons} > {log} 2>&1"
+        "python -m clipeval summarize {params.entries:q} --csv {output.csv:q} --markdown {output.markdown:q}"
+        " --averages {output.averages:q} --comparisons {output.comparisons:q} > {log:q} 2>&1"

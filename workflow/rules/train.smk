@@ -31,6 +31,6 @@ rule train:
         numerics=config["numerics"],
         code=code_fingerprint("train"),
     shell:
-        "python -m clipeval train --arch {params.arch} --dataset {params.dataset_dir}"
-        " --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr}"
-        " --seed {params.seed} --numerics {params.numerics} --threads {threads} --output {output.checkpoint} > {log} 2>&1"
+        "python -m clipeval train --arch {params.arch:q} --dataset {params.dataset_dir:q}"
+        " --epochs {params.epochs:q} --batch-size {params.batch_size:q} --lr {params.lr:q}"
+        " --seed {params.seed:q} --numerics {params.numerics:q} --threads {threads:q} --output {output.checkpoint:q} > {log:q} 2>&1"

@@ -1,9 +1,11 @@
-"""The checks of a config that its schema cannot express, run before any job: names that refer to other
-entries, knn's depth, the files and folders it names, and the other experiments in the results folder.
+"""The checks of a config that its schema cannot express, run before any job: the names that become paths,
+names that refer to other entries, knn's depth, the files and folders it names, and the other experiments in
+the results folder.
 
 Each raises ConfigError with one line naming the key.
 """
 
+import re
 from pathlib import Path
 
 from clipeval.config_errors import location
@@ -13,6 +15,30 @@ from clipeval.experiments import experiment_conflict
 from clipeval.models.pretrained import is_checkpoint_path
 from clipeval.planning.artifacts import RESULTS
 from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
+
+# What a dataset, model or experiment may be called: each name becomes a path
+# component, a wildcard value and a word of job command lines. config/schema.yaml's
+# `name` says the same; Python's `$` there also lets a trailing newline through.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters"
+
+
+def check_names(plan: Plan) -> None:
+    """Every dataset, model and experiment name fits NAME, the experiment's too when a config file's name gives it."""
+    config = plan.config
+    for section in ("datasets", "models"):
+        for name in config[section]:
+            if not NAME.fullmatch(name):
+                raise ConfigError(f"{section}: {name!r} is not a usable name ({NAME_RULE})")
+    name = plan.experiment_name()
+    if NAME.fullmatch(name):
+        return
+    if "experiment" in config:
+        raise ConfigError(f"experiment: {name!r} is not a usable name ({NAME_RULE})")
+    raise ConfigError(
+        f"{plan.config_files[-1]}: the experiment takes this file's name, {name!r}, which is not a usable name"
+        f" ({NAME_RULE}); set `experiment:` in it"
+    )
 
 
 def check_references(plan: Plan) -> None:
@@ -106,7 +132,9 @@ def check_experiments(plan: Plan, results: Path = RESULTS) -> None:
 
 
 def check_plan(plan: Plan) -> None:
-    """Every check, in the order a user meets them: references, knn's depth, the inputs, other experiments."""
+    """Every check, in the order a user meets them: names, references, knn's depth, the inputs, other
+    experiments."""
+    check_names(plan)
     check_references(plan)
     check_knn_depth(plan)
     check_inputs(plan)

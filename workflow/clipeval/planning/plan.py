@@ -6,7 +6,6 @@ and the config files it came from; nothing here needs Snakemake.
 """
 
 import json
-import shlex
 from pathlib import Path
 
 from clipeval.data.sources import format_names, source_format
@@ -202,32 +201,30 @@ class Plan:
             sort_keys=True,
         )
 
-    def prepare_options(self, dataset: str) -> str:
-        """The entry's settings as `clipeval prepare FORMAT` options (--key value …)."""
+    def prepare_options(self, dataset: str) -> list[str]:
+        """The entry's settings as `clipeval prepare FORMAT` arguments (--key value …)."""
         entry = self.dataset(dataset)
         words = []
         for setting in SOURCE_FORMATS[entry["format"]].settings:
             if setting.key in entry:
                 values = entry[setting.key] if setting.many else [entry[setting.key]]
-                words += [setting.flag, *(shlex.quote(str(value)) for value in values)]
-        return " ".join(words)
+                words += [setting.flag, *(str(value) for value in values)]
+        return words
 
-    def preprocess_option(self, model: str) -> str:
+    def preprocess_option(self, model: str) -> list[str]:
         preprocess = self.model(model).get("preprocess")
-        if not preprocess:
-            return ""
-        return f"--preprocess {shlex.quote(json.dumps(preprocess, sort_keys=True))}"
+        return ["--preprocess", json.dumps(preprocess, sort_keys=True)] if preprocess else []
 
-    def interval_options(self) -> str:
+    def interval_options(self) -> list[str]:
         metrics = self.config["metrics"]
-        return f"--bootstrap {metrics['bootstrap']} --seed {metrics['bootstrap_seed']}"
+        return ["--bootstrap", str(metrics["bootstrap"]), "--seed", str(metrics["bootstrap_seed"])]
 
-    def comparison_options(self, dataset: str) -> str:
+    def comparison_options(self, dataset: str) -> list[str]:
         """The models' names, and the baseline when the config names one."""
-        names = " ".join(shlex.quote(model) for model in self.compared_models()[dataset])
         baseline = self.config["compare"].get("baseline")
-        return f"--names {names}" + (f" --baseline {shlex.quote(baseline)}" if baseline else "")
+        return ["--names", *self.compared_models()[dataset], *(["--baseline", baseline] if baseline else [])]
 
-    def gallery_options(self) -> str:
+    def gallery_options(self) -> list[str]:
         settings = self.config["report"]
-        return f"--failures {settings['failures']} --shown {settings['shown']} --thumbnail {settings['thumbnail_size']}"
+        flags = {"--failures": "failures", "--shown": "shown", "--thumbnail": "thumbnail_size"}
+        return [word for flag, key in flags.items() for word in (flag, str(settings[key]))]

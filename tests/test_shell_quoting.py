@@ -1,0 +1,95 @@
+"""Config strings and the file names a config gives reach each job's command as single literal words.
+
+Snakemake runs every job's command through bash. Each config value and path is quoted in the rules
+(`{...:q}`), so shell syntax in any of them is passed on as text. Names (datasets, models, experiments)
+are refused at planning unless they fit the name rule (tests/test_planning.py has the messages).
+"""
+
+import json
+import shlex
+import shutil
+
+import yaml
+from snakemake_runner import copy_workflow, edit_config, snakemake
+from sources import write_cnclip
+
+# Each would create a file named PWNED if a shell read it as syntax.
+HOSTILE = "a $(touch PWNED) `touch PWNED`; touch PWNED & 'q' \"d\" \\ *"
+ARCH = f"clipeval-tiny{HOSTILE}"
+
+
+def hostile_experiment(workdir, checkpoint):
+    """Every string of the config, and every file name it gives, carries HOSTILE."""
+    images, texts = write_cnclip(workdir / "sources")
+    images, texts = (
+        images.rename(images.with_name(f"images {HOSTILE}.tsv")),
+        texts.rename(texts.with_name(f"texts {HOSTILE}.jsonl")),
+    )
+    weights = shutil.copy(checkpoint, workdir / f"weights {HOSTILE}.pt")
+    feature_files = {kind: workdir / f"{kind} {HOSTILE}.jsonl" for kind in ("images", "texts")}
+    for path in feature_files.values():
+        path.write_text(json.dumps({"image_id": 1, "feature": [1.0]}) + "\n")
+    config = {
+        "experiment": "quoting",
+        "datasets": {
+            "hostile": {
+                "format": "cnclip",
+                "task": "retrieval",
+                "images": str(images.relative_to(workdir)),
+                "texts": str(texts.relative_to(workdir)),
+            }
+        },
+        "models": {
+            "odd-arch": {"arch": ARCH, "pretrained": str(weights.relative_to(workdir))},
+            "odd-weights": {"arch": "clipeval-tiny", "pretrained": str(weights.relative_to(workdir))},
+            "odd-features": {
+                "features": {"hostile": {kind: str(path.relative_to(workdir)) for kind, path in feature_files.items()}}
+            },
+        },
+        "extract": {"device": "cpu", "num_workers": 0},
+    }
+    edit_config(workdir, lambda current: (current.clear(), current.update(config)))
+    return config
+
+
+def job_commands(output):
+    """The words of each `python -m clipeval` command a dry run printed, as bash would split them."""
+    prefix = "Shell command: python -m clipeval "
+    return [
+        shlex.split(line.removeprefix("Shell command: ")) for line in output.splitlines() if line.startswith(prefix)
+    ]
+
+
+def test_config_strings_and_file_names_reach_commands_as_single_words_and_run_nothing(tmp_path, tiny_checkpoint):
+    workdir = copy_workflow(tmp_path / "experiment")
+    config = hostile_experiment(workdir, tiny_checkpoint)
+
+    planned = snakemake(workdir, "--dry-run", "--printshellcmds")
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    commands = job_commands(planned.stdout)
+    words = {word for command in commands for word in command}
+    given = [
+        ARCH,
+        config["models"]["odd-weights"]["pretrained"],
+        config["datasets"]["hostile"]["images"],
+        config["datasets"]["hostile"]["texts"],
+        *config["models"]["odd-features"]["features"]["hostile"].values(),
+    ]
+    assert [value for value in given if value not in words] == []
+    assert {command[3] for command in commands} >= {"prepare", "describe-model", "describe-features", "summarize"}
+
+    # The jobs that read those strings first: each takes them as text (the odd arch is refused by name).
+    targets = [
+        "results/datasets/hostile/meta.json",
+        "results/models/odd-arch/meta.json",
+        "results/models/odd-weights/meta.json",
+    ]
+    run = snakemake(workdir, "--cores", "2", "--keep-going", *targets)
+    assert run.returncode != 0
+    assert (workdir / "results/datasets/hostile/meta.json").is_file()
+    assert json.loads((workdir / "results/models/odd-weights/meta.json").read_text())["arch"] == "clipeval-tiny"
+    assert (workdir / "logs/extract/odd-arch/meta.log").read_text().splitlines()[-1] == (
+        f"clipeval: error: unknown open_clip arch {ARCH!r} (see open_clip.list_models())"
+    )
+    assert sorted(path.name for path in tmp_path.rglob("PWNED*")) == []
+    assert yaml.safe_load((workdir / "config/config.yaml").read_text()) == config
