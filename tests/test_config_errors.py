@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from clipeval.config_errors import config_error, location
+from clipeval.config_errors import MAX_VALUES, config_error, duplicate_key_error, location, oversized_error
 from clipeval.data.sources import format_names
 
 SCHEMA = yaml.safe_load((REPO / "config/schema.yaml").read_text())
@@ -117,3 +117,34 @@ def test_location_reads_like_the_config():
     assert location(["models", "tiny", "train", "epochs"]) == "models.tiny.train.epochs"
     assert location(["metrics", "recall_at", 0]) == "metrics.recall_at[0]"
     assert location([]) == "the config"
+
+
+# Nine levels of ten aliases each: 10**9 strings once expanded, under 600 bytes on disk.
+ALIAS_BOMB = "\n".join(
+    ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    + [f"{chr(98 + level)}: &{chr(98 + level)} [{', '.join([f'*{chr(97 + level)}'] * 10)}]" for level in range(8)]
+    + ["datasets: {}", "models: {}", "knn: {top_k: *i}"]
+)
+
+
+def test_a_repeated_key_is_refused_with_its_file_and_line(tmp_path):
+    path = tmp_path / "repeated.yaml"
+    path.write_text("datasets: {}\nmodels:\n  tiny: {arch: a}\n  b32: {arch: b}\n  tiny: {arch: c}\n")
+    assert duplicate_key_error(path) == f"{path}: line 5: key 'tiny' is given twice"
+    path.write_text("a: &x {k: 1, j: 2}\nb: *x\nc: [*x, {k: 1}]\n")
+    assert duplicate_key_error(path) is None
+
+
+def test_an_alias_bomb_is_refused_before_the_schema_reads_it():
+    assert len(ALIAS_BOMB) < 600
+    bomb = yaml.safe_load(ALIAS_BOMB)  # the aliases share their objects: loading it is cheap
+    assert oversized_error(bomb) == (
+        f"the config holds more than {MAX_VALUES:,} values once its YAML aliases are expanded;"
+        " aliases that expand this far are refused"
+    )
+    assert oversized_error(VALID) is None
+
+
+def test_a_long_offending_value_is_cut_in_the_message():
+    message = error_after(lambda c: c.update(knn={"top_k": "9" * 1000}))
+    assert message == f"knn.top_k: '{'9' * 299} …"

@@ -584,6 +584,25 @@ def test_config_errors_are_reported(tmp_path, change, message):
     assert message in result.stdout + result.stderr
 
 
+def test_a_repeated_key_or_an_alias_bomb_in_a_config_file_is_refused_in_one_line(tmp_path):
+    """Snakemake's YAML loading keeps a repeated key's last value and shares aliased objects; planning refuses
+    both before the schema reads the config (tests/test_config_errors.py has the cases)."""
+    from test_config_errors import ALIAS_BOMB
+
+    workdir = copy_workflow(tmp_path)
+    default = (workdir / "config/config.yaml").read_text()
+    (workdir / "config/repeated.yaml").write_text(default + "numerics: native\n")
+    (workdir / "config/bomb.yaml").write_text(ALIAS_BOMB + "\n")
+    line = len(default.splitlines()) + 1
+    for config_file, message in (
+        ("config/repeated.yaml", f"config error: config/repeated.yaml: line {line}: key 'numerics' is given twice"),
+        ("config/bomb.yaml", "config error: the config holds more than 100,000 values once its YAML aliases"),
+    ):
+        result = snakemake(workdir, "--dry-run", "--configfile", config_file)
+        assert result.returncode == 1 and message in result.stdout + result.stderr, result.stdout + result.stderr
+    assert not (workdir / "results").exists()
+
+
 def test_top_k_defaults_to_the_largest_k_and_folds_need_no_top_k(tmp_path):
     """knn's lists are as deep as the largest K asked for; a folds-1k dataset runs no knn, so its K values
     do not bound knn.top_k."""

@@ -4,9 +4,20 @@ config/schema.yaml describes every section; a dataset entry is checked
 against its format's `$defs/FORMAT_dataset`. jsonschema's own messages for
 an unknown key or a failed `oneOf` do not say what would be right, so those
 two are reworded here. Snakemake loads this while it plans.
+
+Before the schema, two checks that bound the work: a config file that gives
+a key twice (YAML keeps the last silently) is refused, and so is a config
+whose YAML aliases expand to more values than any real config has (an alias
+"bomb" is small on disk; jsonschema's messages would print it expanded).
 """
 
 import jsonschema
+import yaml
+
+# Far beyond any real config (the largest example has a few hundred values).
+MAX_VALUES = 100_000
+# jsonschema's messages quote the offending value; a long one is cut to this.
+MAX_MESSAGE = 300
 
 
 def location(path) -> str:
@@ -25,7 +36,8 @@ def describe(error: jsonschema.ValidationError, prefix=()) -> str:
         return f"{where}: unknown key {', '.join(map(repr, unknown))} (allowed: {', '.join(allowed)})"
     if error.validator == "oneOf" and "description" in error.schema:
         return f"{where}: {error.schema['description']}; it gives {', '.join(sorted(error.instance)) or 'nothing'}"
-    return f"{where}: {error.message}"
+    message = error.message if len(error.message) <= MAX_MESSAGE else error.message[:MAX_MESSAGE] + " …"
+    return f"{where}: {message}"
 
 
 def first_error(instance, schema, prefix=()) -> str | None:
@@ -58,4 +70,45 @@ def config_error(config: dict, schema: dict, formats) -> str | None:
         )
         if found:
             return found
+    return None
+
+
+def duplicate_key_error(path) -> str | None:
+    """`FILE: line N: key 'K' is given twice` for the first key a YAML mapping repeats, else None."""
+    with open(path, encoding="utf-8") as handle:
+        root = yaml.compose(handle, Loader=yaml.SafeLoader)
+    seen_nodes, pending = set(), [root] if root is not None else []
+    while pending:
+        node = pending.pop()
+        if id(node) in seen_nodes:  # an alias: the node it names is checked once
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in keys:
+                        return f"{path}: line {key.start_mark.line + 1}: key {key.value!r} is given twice"
+                    keys.add(key.value)
+                pending += [key, value]
+        elif isinstance(node, yaml.SequenceNode):
+            pending += node.value
+    return None
+
+
+def oversized_error(config) -> str | None:
+    """A message if the config, with its aliases expanded, holds more than MAX_VALUES values."""
+    count, pending = 0, [config]
+    while pending:
+        value = pending.pop()
+        count += 1
+        if count > MAX_VALUES:
+            return (
+                f"the config holds more than {MAX_VALUES:,} values once its YAML aliases are expanded;"
+                " aliases that expand this far are refused"
+            )
+        if isinstance(value, dict):
+            pending += value.values()
+        elif isinstance(value, list):
+            pending += value
     return None

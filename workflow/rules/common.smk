@@ -14,7 +14,7 @@ from snakemake.settings.types import DeploymentMethod
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
 from clipeval.codegraph import CodeGraph
-from clipeval.config_errors import config_error
+from clipeval.config_errors import config_error, duplicate_key_error, oversized_error
 from clipeval.data.sources import FILE, FOLDER, format_names
 from clipeval.features.sharding import shard_count
 from clipeval.models.numerics import PORTABLE_THREADS
@@ -70,7 +70,11 @@ def fail(message):
 
 def check_schema():
     schema = yaml.safe_load((Path(workflow.basedir) / "config/schema.yaml").read_text())
-    message = config_error(config, schema, list(format_names()))
+    for path in config_files():
+        message = duplicate_key_error(path)
+        if message:
+            fail(message)
+    message = oversized_error(config) or config_error(config, schema, list(format_names()))
     if message:
         fail(message)
 
