@@ -120,7 +120,7 @@ def test_imagefolder_bad_images_and_templates(tmp_path, folders):
     assert result.returncode == 1 and not (tmp_path / "out").exists()
     assert (
         result.stderr.strip()
-        == f"clipeval: error: {folders / 'dog/broken.png'}: image_id 2: image does not decode (UnidentifiedImageError)"
+        == f"clipeval: error: {folders / 'dog/broken.png'}: image_id 2: image does not decode (not JPEG, PNG, WEBP, BMP, GIF, TIFF)"
     )
     (folders / "dog/broken.png").unlink()
     (tmp_path / "templates.txt").write_text("a photo of a {}.\na photo\n")

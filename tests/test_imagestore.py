@@ -70,3 +70,22 @@ def test_undecodable_image_is_named(tmp_path):
 def test_missing_store_directory(tmp_path):
     with pytest.raises(ClipevalError, match="image LMDB directory not found"):
         ImageStore(tmp_path / "nope")
+
+
+# An Encapsulated PostScript file: PIL identifies it by content and, to decode it, runs Ghostscript.
+EPS = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 8 8\n%%EndComments\nnewpath 0 0 moveto 8 8 lineto stroke\n"
+
+
+@pytest.mark.parametrize("fmt", imagestore.IMAGE_FORMATS)
+def test_each_documented_format_decodes(fmt):
+    buffer = io.BytesIO()
+    Image.new("RGB", (6, 4), (200, 10, 30)).save(buffer, format=fmt)
+    image = imagestore.decode_image(buffer.getvalue(), "x")
+    assert image.mode == "RGB" and image.size == (6, 4)
+
+
+def test_a_file_in_another_format_is_refused_before_any_plugin_reads_it():
+    assert Image.open(io.BytesIO(EPS)).format == "EPS"  # what an unrestricted PIL would go on to decode
+    with pytest.raises(ClipevalError) as error:
+        imagestore.decode_image(EPS, "folder/cat.png")
+    assert str(error.value) == "folder/cat.png: image does not decode (not JPEG, PNG, WEBP, BMP, GIF, TIFF)"

@@ -30,12 +30,17 @@ _INITIAL_MAP_SIZE = 64 << 20
 MAX_IMAGE_PIXELS = 89_478_485
 
 
+# The formats clipeval reads. PIL would otherwise identify any file by its
+# content with every plugin it has, EPS among them, which runs Ghostscript.
+IMAGE_FORMATS = ("JPEG", "PNG", "WEBP", "BMP", "GIF", "TIFF")
+
+
 def decode_image(raw: bytes, where: str) -> Image.Image:
     """Decode encoded image bytes to RGB, or raise naming `where`."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(raw))
+            image = Image.open(io.BytesIO(raw), formats=IMAGE_FORMATS)
             width, height = image.size  # from the header: nothing is decoded yet
             if width * height > MAX_IMAGE_PIXELS:
                 raise Image.DecompressionBombWarning(f"{width} × {height}")
@@ -45,6 +50,8 @@ def decode_image(raw: bytes, where: str) -> Image.Image:
             f"{where}: image has more than {MAX_IMAGE_PIXELS:,} pixels, not decoded"
             " (a decompression bomb, or not a benchmark image)"
         ) from None
+    except Image.UnidentifiedImageError:
+        raise ClipevalError(f"{where}: image does not decode (not {', '.join(IMAGE_FORMATS)})") from None
     except Exception as error:  # PIL raises many types for corrupt data
         raise ClipevalError(f"{where}: image does not decode ({type(error).__name__})") from None
     return image.convert("RGB")
