@@ -222,3 +222,14 @@ def test_the_results_page_holds_every_pair(tmp_path):
     page = results_page("exp", [("m", "cifar", str(tmp_path / "m.json"))])
     assert page.startswith("<!DOCTYPE html>") and "Zero-shot classification" in page and "41.00" in page
     assert "Image–text retrieval" not in page
+
+
+def test_figures_draw_dollar_signs_and_markup_in_names_as_text(tmp_path):
+    """Class names, captions and titles are data: a `$` pair is not read as mathtext (an unbalanced one would
+    stop the figure with a parse error)."""
+    from clipeval.reporting.gallery_plots import plot_confusion
+
+    names = [r"a $\frac{1$ b", "$5 and $10", "<b>&amp;</b>", "\u05e9\u05dc\u05d5\u05dd"]
+    path = tmp_path / "confusion.png"
+    plot_confusion(r"m$\alpha on d$", np.eye(4, dtype=int), names, path)
+    assert path.stat().st_size > 1000
