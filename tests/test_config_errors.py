@@ -107,6 +107,18 @@ def test_the_valid_config_has_no_error():
             "report: unknown key 'failure' (allowed: failures, shown, thumbnail_size)",
         ),
         (lambda c: c.update(report={"failures": 0}), "report.failures: 0 is less than the minimum of 1"),
+        (
+            lambda c: c.update(metrics={"bootstrap": 10**9}),
+            "metrics.bootstrap: 1000000000 is greater than the maximum of 100000",
+        ),
+        (
+            lambda c: c["datasets"]["train"].update(num_images=10**8),
+            "datasets.train.num_images: 100000000 is greater than the maximum of 1000000",
+        ),
+        (
+            lambda c: c.update(extract={"num_workers": 1000}),
+            "extract.num_workers: 1000 is greater than the maximum of 64",
+        ),
     ],
 )
 def test_each_section_names_the_entry_and_key(change, message):

@@ -225,6 +225,12 @@ def test_usable_names_pass_and_the_schema_states_the_same_rule():
             "evaluate[0]: model 'given' has no features for dataset 'cifar'",
         ),
         (
+            lambda c: c.update(
+                evaluate=[{"model": "tiny", "dataset": "flickr"}, {"model": "b32", "dataset": "coco"}] * 2
+            ),
+            "evaluate[2]: model 'tiny' on dataset 'flickr' is listed twice (also evaluate[0])",
+        ),
+        (
             lambda c: c.update(compare={"baseline": "ghost"}),
             "compare.baseline: unknown model 'ghost' (known: tiny, b32, given)",
         ),

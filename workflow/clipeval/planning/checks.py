@@ -68,7 +68,15 @@ def check_references(plan: Plan) -> None:
                 )
     if "baseline" in config["compare"]:
         known(("compare", "baseline"), config["compare"]["baseline"], "models")
+    first_listed = {}
     for index, entry in enumerate(config.get("evaluate", [])):
+        pair = (entry["model"], entry["dataset"])
+        if pair in first_listed:
+            raise ConfigError(
+                f"{location(('evaluate', index))}: model {pair[0]!r} on dataset {pair[1]!r} is listed twice"
+                f" (also {location(('evaluate', first_listed[pair]))})"
+            )
+        first_listed[pair] = index
         known(("evaluate", index, "model"), entry["model"], "models")
         evaluated(("evaluate", index, "dataset"), entry["dataset"])
         features = config["models"][entry["model"]].get("features")
