@@ -9,7 +9,7 @@ from conftest import run_cli
 
 from clipeval.reporting.failures import confused_pairs, confusion_examples, top_items, worst_queries
 from clipeval.reporting.rank_curves import rank_histogram, recall_curve
-from clipeval.reporting.tables import CLASSIFICATION_COLUMNS, metric_table, results_page
+from clipeval.reporting.tables import CLASSIFICATION_COLUMNS, metric_table, provenance_page, results_page
 
 
 def test_recall_curve_is_the_share_of_ranks_within_k_averaged_over_folds():
@@ -233,3 +233,25 @@ def test_figures_draw_dollar_signs_and_markup_in_names_as_text(tmp_path):
     path = tmp_path / "confusion.png"
     plot_confusion(r"m$\alpha on d$", np.eye(4, dtype=int), names, path)
     assert path.stat().st_size > 1000
+
+
+def test_the_report_pages_show_markup_in_names_and_paths_as_text(tmp_path):
+    """Paths and names come from users' files and folders: every page writes them escaped."""
+    markup = '<img src=x onerror="alert(1)">'
+    metrics = {
+        "task": "classification",
+        "top1": 41.0,
+        "top5": 93.0,
+        "mean_per_class_recall": 40.0,
+        "counts": {"images": 6, "classes": 2},
+        "provenance": {
+            "versions": {"torch": "2.14.1"},
+            "dataset": {"checksum": "sha256:d"},
+            "model": {"weights": "sha256:w"},
+            "config": {"dataset": {"images": f"data/{markup}/"}},
+        },
+    }
+    (tmp_path / "m.json").write_text(json.dumps(metrics))
+    entries = [(f"m{markup}", f"d{markup}", str(tmp_path / "m.json"))]
+    for page in (results_page(f"e{markup}", entries), provenance_page(f"e{markup}", entries)):
+        assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page

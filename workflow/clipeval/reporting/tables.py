@@ -73,12 +73,18 @@ def metric_table(name: str, rows: list[dict], columns, caption: str) -> str:
         for row_index in _best(rows, key, higher):
             bold.iat[row_index, position] = "font-weight: bold"
     styled = cells.style.apply(lambda _: bold, axis=None).set_caption(caption).set_uuid(name)
-    return styled.to_html(escape=False)
+    # The cells are this module's own markup (numbers and their interval spans); the names are data.
+    return styled.format_index(escape="html", axis=0).to_html()
 
 
 def plain_table(name: str, records: list[dict], caption: str, index: list[str], left: tuple = ()) -> str:
     frame = pd.DataFrame(records).set_index(index)
-    styled = frame.style.set_caption(caption).format(precision=2, na_rep="n/a").set_uuid(name)
+    styled = (
+        frame.style.set_caption(caption)
+        .format(precision=2, na_rep="n/a", escape="html")
+        .format_index(escape="html", axis=0)
+        .set_uuid(name)
+    )
     if left:
         styled = styled.set_td_classes(
             pd.DataFrame(
