@@ -5,6 +5,7 @@ tests/test_workflow.py runs some of the same checks through Snakemake, as a user
 import copy
 import json
 import os
+import time
 
 import pytest
 import yaml
@@ -312,8 +313,15 @@ def test_a_folder_digest_follows_content_not_times(tmp_path):
     (root / "2.png").write_bytes(b"TWO")
     changed = folder_digest(root, cache)
     assert changed != first
+    # replaced by another of the same size, its modification time put back: the cache does not trust it
+    stamp = (root / "2.png").stat()
+    time.sleep(0.05)  # past the file system clock's tick (a few ms), so the status-change time moves
+    (root / "2.png").write_bytes(b"tWo")
+    os.utime(root / "2.png", ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    replaced = folder_digest(root, cache)
+    assert replaced not in (first, changed)
     (root / "2.png").rename(root / "3.png")
-    assert folder_digest(root, cache) not in (first, changed)  # a path is part of the digest
+    assert folder_digest(root, cache) not in (first, changed, replaced)  # a path is part of the digest
     assert folder_digest(tmp_path / "nowhere", cache) == "missing"
 
 
