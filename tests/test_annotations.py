@@ -291,3 +291,30 @@ def test_karpathy_image_id_field_chooses_between_cocoid_and_imgid(tmp_path):
     assert result.returncode == 0, result.stderr
     store, _ = open_dataset(tmp_path / "out")
     assert store.image_ids().tolist() == [1, 2]
+
+
+def test_an_image_path_that_is_not_a_regular_file_or_too_large_is_refused_before_reading(tmp_path):
+    import os
+
+    from clipeval.data.image_files import MAX_IMAGE_BYTES, read_image_files
+    from clipeval.errors import ClipevalError
+
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo.png")  # reading it would wait forever
+    (tmp_path / "zero.png").symlink_to("/dev/zero")  # reading it would never end
+    (tmp_path / "loop.png").symlink_to(tmp_path / "loop.png")
+    with open(tmp_path / "huge.png", "wb") as handle:
+        handle.truncate(MAX_IMAGE_BYTES + 1)  # sparse: no disk used
+
+    def refusal(name):
+        with pytest.raises(ClipevalError) as error:
+            list(read_image_files([(7, tmp_path / name)], "ann.json"))
+        return str(error.value)
+
+    for name in ("folder", "fifo.png", "zero.png"):
+        assert refusal(name) == f"ann.json: image_id 7: image file {tmp_path / name} is not a regular file"
+    assert refusal("loop.png") == f"ann.json: image_id 7: image file {tmp_path / 'loop.png'} not found"
+    assert refusal("huge.png") == (
+        f"{tmp_path / 'huge.png'}: image_id 7: {MAX_IMAGE_BYTES + 1:,} bytes, more than an image file may have"
+        f" ({MAX_IMAGE_BYTES:,})"
+    )

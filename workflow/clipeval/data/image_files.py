@@ -1,17 +1,32 @@
 """Images kept as files in a directory, as Flickr30k, COCO and ImageNet ship them."""
 
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from clipeval.data.image_lmdb import decode_image
 from clipeval.errors import ClipevalError
 
+# The largest image file read: an uncompressed image of PIL's decompression-bomb
+# pixel limit (image_lmdb.MAX_IMAGE_PIXELS) takes about this much. A larger file
+# is no benchmark image, and reading it whole could exhaust memory.
+MAX_IMAGE_BYTES = 256 << 20
+
 
 def read_image_files(files: Iterable[tuple[int, Path]], source) -> Iterator[tuple[int, bytes]]:
-    """Yield (image_id, file bytes), checking that each file exists and decodes."""
+    """Yield (image_id, file bytes), checking that each is a regular file of bounded size that decodes."""
     for image_id, path in files:
-        if not path.is_file():
-            raise ClipevalError(f"{source}: image_id {image_id}: image file {path} not found")
+        try:
+            status = path.stat()
+        except OSError:  # missing, a dangling link, a link loop
+            raise ClipevalError(f"{source}: image_id {image_id}: image file {path} not found") from None
+        if not stat.S_ISREG(status.st_mode):
+            raise ClipevalError(f"{source}: image_id {image_id}: image file {path} is not a regular file")
+        if status.st_size > MAX_IMAGE_BYTES:
+            raise ClipevalError(
+                f"{path}: image_id {image_id}: {status.st_size:,} bytes, more than an image file may have"
+                f" ({MAX_IMAGE_BYTES:,})"
+            )
         raw = path.read_bytes()
         decode_image(raw, f"{path}: image_id {image_id}")
         yield image_id, raw
