@@ -204,8 +204,9 @@ def test_the_gallery_commands_refuse_bad_counts_and_the_wrong_ranks_record(shape
     assert not [path for path in outputs.values() if path.exists()]
 
 
-def test_the_results_page_holds_every_pair(tmp_path):
-    metrics = {
+def classification_metrics(config):
+    """A classification metrics record with its provenance, as score-classification writes it."""
+    return {
         "task": "classification",
         "top1": 41.0,
         "top5": 93.0,
@@ -215,10 +216,13 @@ def test_the_results_page_holds_every_pair(tmp_path):
             "versions": {"torch": "2.14.1"},
             "dataset": {"checksum": "sha256:d"},
             "model": {"weights": "sha256:w"},
-            "config": {"model": {"name": "m"}},
+            "config": config,
         },
     }
-    (tmp_path / "m.json").write_text(json.dumps(metrics))
+
+
+def test_the_results_page_holds_every_pair(tmp_path):
+    (tmp_path / "m.json").write_text(json.dumps(classification_metrics({"model": {"name": "m"}})))
     page = results_page("exp", [("m", "cifar", str(tmp_path / "m.json"))])
     assert page.startswith("<!DOCTYPE html>") and "Zero-shot classification" in page and "41.00" in page
     assert "Image–text retrieval" not in page
@@ -238,20 +242,7 @@ def test_figures_draw_dollar_signs_and_markup_in_names_as_text(tmp_path):
 def test_the_report_pages_show_markup_in_names_and_paths_as_text(tmp_path):
     """Paths and names come from users' files and folders: every page writes them escaped."""
     markup = '<img src=x onerror="alert(1)">'
-    metrics = {
-        "task": "classification",
-        "top1": 41.0,
-        "top5": 93.0,
-        "mean_per_class_recall": 40.0,
-        "counts": {"images": 6, "classes": 2},
-        "provenance": {
-            "versions": {"torch": "2.14.1"},
-            "dataset": {"checksum": "sha256:d"},
-            "model": {"weights": "sha256:w"},
-            "config": {"dataset": {"images": f"data/{markup}/"}},
-        },
-    }
-    (tmp_path / "m.json").write_text(json.dumps(metrics))
+    (tmp_path / "m.json").write_text(json.dumps(classification_metrics({"dataset": {"images": f"data/{markup}/"}})))
     entries = [(f"m{markup}", f"d{markup}", str(tmp_path / "m.json"))]
     for page in (results_page(f"e{markup}", entries), provenance_page(f"e{markup}", entries)):
         assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
