@@ -189,6 +189,16 @@ def test_imagefolder_refuses_a_folder_inside_a_class_folder(tmp_path, folders):
     )
 
 
+def test_imagefolder_refuses_a_fifo_in_a_class_folder_as_no_regular_file(tmp_path, folders):
+    import os
+
+    os.mkfifo(folders / "cat/pipe.png")  # reading it would wait forever
+    result = import_folder(tmp_path, folders, "cat\ndog\n")
+    assert result.returncode == 1 and not (tmp_path / "out").exists()
+    assert result.stderr.strip().startswith(f"clipeval: error: {folders}: image_id ")
+    assert result.stderr.strip().endswith(f": image file {folders / 'cat/pipe.png'} is not a regular file")
+
+
 def test_imagefolder_without_images_is_an_empty_dataset(tmp_path):
     (tmp_path / "val/cat").mkdir(parents=True)
     (tmp_path / "templates.txt").write_text("a photo of a {}.\n")

@@ -335,6 +335,9 @@ def test_a_cut_off_digest_cache_is_rebuilt_not_fatal(tmp_path):
     cache_file.write_text(whole[: len(whole) // 2])  # what a write cut off by a full disk left
     assert folder_digest(root, cache) == digest
     assert cache_file.read_text() == whole and [p.name for p in cache.iterdir()] == [cache_file.name]
+    cache_file.write_text(json.dumps({"1.png": 5}))  # readable, but not an entry this version wrote
+    assert folder_digest(root, cache) == digest
+    assert cache_file.read_text() == whole
 
 
 def test_a_code_fingerprint_follows_the_command_s_code_and_library_versions(tmp_path, monkeypatch):

@@ -113,7 +113,7 @@ def _random_init_skipped():
 
     open_clip loads a full checkpoint with strict=True, which fails unless it
     holds every parameter and buffer that the state dict has, so no drawn value
-    survives the load; drawing them costs about a second per ViT-B-32.
+    survives the load: drawing them would be wasted work.
     """
     saved = {name: getattr(torch.nn.init, name) for name in _INITIALISERS}
     for name in saved:

@@ -5,8 +5,9 @@ status-change time in a cache file per folder, so a run hashes only new or
 changed files (an ImageNet-sized folder once), and a touched but unchanged
 image changes nothing. The status-change time is the one a user cannot set:
 a file replaced by another of the same size, its modification time put back,
-is hashed again. The cache is written whole or not at all; one that cannot be read
-(a disk that filled while an older version wrote it) is rebuilt.
+is hashed again. The cache is written whole or not at all; one that cannot be
+read (a disk that filled while an older version wrote it), or an entry of
+another form, is hashed afresh.
 """
 
 import hashlib
@@ -30,7 +31,7 @@ def folder_digest(root: Path, cache_dir: Path = CACHE_DIR) -> str:
         name, status = path.relative_to(root).as_posix(), path.stat()
         stamp = [status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns]
         known = cache.get(name)
-        fresh[name] = known if known and known[:-1] == stamp else [*stamp, file_sha256(path)]
+        fresh[name] = known if isinstance(known, list) and known[:-1] == stamp else [*stamp, file_sha256(path)]
         total.update(f"{name}\0{fresh[name][-1]}\n".encode())
     if fresh != cache:
         cache_file.parent.mkdir(parents=True, exist_ok=True)

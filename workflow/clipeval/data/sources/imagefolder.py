@@ -78,7 +78,7 @@ def image_files(folders: list[Path], first_image_id: int) -> tuple[list[tuple[in
     files, labels = [], []
     for label, folder in enumerate(folders):
         entries = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
-        nested = [p for p in entries if not p.is_file()]
+        nested = [p for p in entries if p.is_dir()]  # a FIFO, device or broken link: read_image_files refuses it
         if nested:
             raise ClipevalError(f"{nested[0]}: a class folder holds images only, not folders")
         for path in entries:
