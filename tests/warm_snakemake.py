@@ -22,6 +22,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from warm_jobs import cold_jobs_asked, warm_jobs
+
 # One JSON request per line on stdin, its exit status as one line on stdout.
 SERVER = r"""
 import importlib.util, json, os, sys
@@ -59,6 +61,8 @@ for line in sys.stdin:
         # What `python -m snakemake` has: the module's path as argv[0], the working directory first on the path.
         sys.argv = [MAIN_PATH, *request["args"]]
         sys.path[0] = os.getcwd()
+        # The workflow puts this interpreter's directory first on its jobs' PATH (warm_jobs.py).
+        sys.executable = request["python"]
         snakemake.cli.main(request["args"])  # exits
     _, status = os.waitpid(child, 0)
     print(os.waitstatus_to_exitcode(status), flush=True)
@@ -98,7 +102,15 @@ class WarmSnakemake:
             stdout.touch()
             stderr.touch()
             server = self._started()
-            request = {"args": args, "cwd": str(cwd), "env": env, "stdout": str(stdout), "stderr": str(stderr)}
+            python = sys.executable if cold_jobs_asked() else warm_jobs.python()
+            request = {
+                "args": args,
+                "cwd": str(cwd),
+                "env": env,
+                "stdout": str(stdout),
+                "stderr": str(stderr),
+                "python": python,
+            }
             server.stdin.write(json.dumps(request) + "\n")
             server.stdin.flush()
             status = server.stdout.readline()
