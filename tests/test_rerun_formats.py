@@ -4,7 +4,7 @@ The rows of the re-run table (docs/CACHING.md) that the small two-dataset experi
 of test_caching cannot show: each importer's source files, classification
 datasets, the protocol and bootstrap seed, a model's arch and its weights
 file. And the code fingerprints, checked module by module against what each
-job really imported (Python's -X importtime, recorded in the job logs).
+job really loaded (listed in the job logs: warm_jobs.module_listing_env).
 """
 
 import json
@@ -17,6 +17,7 @@ import pytest
 import torch
 from snakemake_runner import copy_experiment, copy_workflow, edit_config, planned_jobs, plus, run_as_planned, run_jobs
 from sources import write_cnclip, write_coco, write_imagefolder, write_karpathy, write_shapes_cifar
+from warm_jobs import module_listing_env
 
 RETRIEVAL = ("shapes-1k", "cn", "flickr", "coco")
 CLASSIFICATION = ("shapes-classes", "cifar", "folder")
@@ -113,14 +114,10 @@ def formats_experiment(directory):
     return directory
 
 
-# Every job logs the package modules it imported (-X importtime writes them to its log).
-IMPORT_TIMES = {"PYTHONPROFILEIMPORTTIME": "1"}
-
-
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory):
     workdir = formats_experiment(tmp_path_factory.mktemp("formats"))
-    ran = run_jobs(workdir, env=IMPORT_TIMES)
+    ran = run_jobs(workdir, env=module_listing_env())  # every job logs the package modules it loaded
     assert ran == {
         "prepare_shapes": 3,
         "prepare_cnclip": 1,
@@ -302,7 +299,8 @@ def test_a_model_arch_change_reextracts_that_model(experiment, tmp_path):
     )
 
 
-PACKAGE_IMPORT = re.compile(r"^import time:.*\|\s+(clipeval(?:\.\w+)*)\s*$", re.M)
+# A line of -X importtime, or of a warm job's listing.
+PACKAGE_IMPORT = re.compile(r"^(?:import time:.*\|\s+|loaded module: )(clipeval(?:\.\w+)*)\s*$", re.M)
 
 
 def rule_of_log(path, config):

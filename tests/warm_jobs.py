@@ -47,13 +47,17 @@ THREAD_VARIABLES = (
     "OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     "VECLIB_MAXIMUM_THREADS",
 )  # fmt: skip
-SERVERS = (("torch", 2), ("torch", 1), ("plain", 1))
+SERVERS = (("torch", 2), ("torch", 1), ("plain", 1), ("plain", 2))
+
+# Set to 1, a fork lists at the end of the job's standard error the modules of the package it loaded, one line
+# each: "loaded module: NAME" (what -X importtime shows of a new interpreter's job, which a fork cannot show).
+MODULES_VARIABLE = "CLIPEVAL_WARM_JOBS_MODULES"
 
 # Variables that may differ between a job and its server: what a job's shell sets, and what the fork adopts
 # (the temporary directory is looked up again in the fork).
 ADOPTED = (
     "PATH", "PYTHONPATH", "PWD", "OLDPWD", "SHLVL", "_", "PYTEST_CURRENT_TEST", "SNAKEMAKE_OUTPUT_CACHE",
-    "TMPDIR", "TEMP", "TMP", "TEMPDIR",
+    "TMPDIR", "TEMP", "TMP", "TEMPDIR", MODULES_VARIABLE,
 )  # fmt: skip
 
 SHIM = r"""#!{python} -IS
@@ -63,7 +67,10 @@ args = sys.argv[1:]
 
 
 def real_interpreter():
-    os.execv({python!r}, [{python!r}, *args])
+    # a job asked to list the modules it loads does so with -X importtime
+    listed = os.environ.get({modules_variable!r}) == "1" and args[:2] == ["-m", "clipeval"]
+    listing = ["-X", "importtime"] if listed else []
+    os.execv({python!r}, [{python!r}, *listing, *args])
 
 
 if args[:2] != ["-m", "clipeval"] or len(args) < 3:
@@ -147,6 +154,10 @@ def run_job(connection, request, fds, env):
         traceback.print_exc()
         status = 1
     atexit._run_exitfuncs()
+    if env.get(settings["modules_variable"]) == "1":
+        for name in sorted(sys.modules):
+            if name.split(".")[0] == "clipeval":
+                print(f"loaded module: {name}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     connection.send(str(status).encode())
@@ -203,6 +214,12 @@ def cold_jobs_asked() -> bool:
     return os.environ.get("CLIPEVAL_COLD_JOBS") == "1"
 
 
+def module_listing_env() -> dict:
+    """The environment that has each job list the package's modules it loaded in its log: in a fork, see
+    MODULES_VARIABLE; in a new interpreter, -X importtime's lines."""
+    return {"PYTHONPROFILEIMPORTTIME": "1"} if cold_jobs_asked() else {MODULES_VARIABLE: "1"}
+
+
 class WarmJobs:
     """The servers of one test process and the `python` that reaches them, started on first use."""
 
@@ -233,6 +250,7 @@ class WarmJobs:
                 "adopted": ADOPTED,
                 "preload": PRELOADED[kind],
                 "log": os.environ.get("CLIPEVAL_WARM_JOBS_LOG"),
+                "modules_variable": MODULES_VARIABLE,
             }
             server = subprocess.Popen(
                 [sys.executable, "-c", SERVER, kind, path, json.dumps(settings)],
@@ -248,7 +266,9 @@ class WarmJobs:
         shim = directory / "bin/python"
         shim.parent.mkdir()
         shim.write_text(
-            SHIM.format(python=sys.executable, sockets=sockets, torch_commands=TORCH_COMMANDS),
+            SHIM.format(
+                python=sys.executable, sockets=sockets, torch_commands=TORCH_COMMANDS, modules_variable=MODULES_VARIABLE
+            ),
         )
         shim.chmod(0o755)
         return str(shim)
