@@ -30,15 +30,17 @@ settings.load_profile("clipeval")
 # test_workflow.py runs the default experiment (`default_experiment`, with
 # its 12 epochs of training), test_reproducibility.py trains and extracts on
 # an emulated CPU, test_rerun_formats.py builds an experiment of every source
-# format, test_caching.py builds the small experiment that test_slurm.py
-# later compares its cluster run with (`small_experiment_run`, built once for
-# all workers by whichever asks first).
+# format. test_slurm.py comes next: most of its minutes are spent waiting on
+# the cluster, which the other workers' computing fills. It builds the small
+# experiment (`small_experiment_run`, built once for all workers by whichever
+# asks first) that it compares its cluster run with and that test_caching.py
+# re-runs.
 LONGEST_FIRST = (
     "test_workflow.py",
     "test_reproducibility.py",
     "test_rerun_formats.py",
-    "test_caching.py",
     "test_slurm.py",
+    "test_caching.py",
     "test_fuzz_readers.py",
     "test_cli.py",
     "test_runtime_dependencies.py",
