@@ -29,6 +29,18 @@ def snakemake(workdir, *args, env=None):
     return warm_snakemake.run(args, workdir, env)
 
 
+# What Snakemake prints first when the workflow has a profile (profiles/default).
+PROFILE_NOTE = "Using workflow specific profile"
+
+
+def config_error_line(result):
+    """The one line a config error shows: Snakemake exits with 1 and prints nothing else but its profile note."""
+    output = result.stdout + result.stderr
+    lines = [line for line in output.splitlines() if line and not line.startswith(PROFILE_NOTE)]
+    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith("config error: "), output[-3000:]
+    return lines[0]
+
+
 def job_counts(output):
     """{rule: count} of the job blocks Snakemake printed."""
     counts = {}

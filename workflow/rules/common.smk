@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import yaml
-from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
@@ -65,7 +64,10 @@ def code_fingerprint(command, source_format=None):
 
 
 def fail(message):
-    raise WorkflowError(f"config error: {message}")
+    """Stop planning with the one line a user needs: raised as an exception, Snakemake would add the file, line
+    and frames of this function to it, which point at the workflow, not at the config."""
+    print(f"config error: {message}", file=sys.stderr)
+    raise SystemExit(1)
 
 
 def check_schema():
@@ -90,8 +92,8 @@ def config_files():
 def checked_plan():
     """The validated config, its derived defaults filled in, read into a Plan and checked."""
     fill_metric_defaults(config)
-    plan = Plan(config, config_files())
     try:
+        plan = Plan(config, config_files())
         check_plan(plan)
     except ConfigError as error:
         fail(str(error))

@@ -126,7 +126,8 @@ def check_inputs(plan: Plan) -> None:
         ]
     for key, path, kind in named:
         if not (Path(path).is_dir() if kind == FOLDER else Path(path).exists()):
-            raise ConfigError(f"{location(key)}: {'folder' if kind == FOLDER else 'file'} {path} not found")
+            where = "" if Path(path).is_absolute() else f" (relative to {Path.cwd()}, the working directory)"
+            raise ConfigError(f"{location(key)}: {'folder' if kind == FOLDER else 'file'} {path} not found{where}")
 
 
 def check_experiments(plan: Plan, results: Path = RESULTS) -> None:
