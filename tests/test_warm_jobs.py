@@ -16,7 +16,7 @@ def servers(tmp_path_factory):
     log = tmp_path_factory.mktemp("warm-jobs") / "jobs.log"
     log.touch()
     os.environ["CLIPEVAL_WARM_JOBS_LOG"] = str(log)  # read by the servers when they start
-    runner = WarmJobs()
+    runner = WarmJobs(servers=(("plain", 1), ("torch", 1)))  # the kinds these tests' jobs ask for
     try:
         yield runner.python(), log, runner
     finally:

@@ -3,13 +3,14 @@
 A job of the tests' small experiments spends most of its CPU time starting:
 an extraction job imports torch and open_clip (about 2.5 CPU seconds) to
 encode a few dozen images, a plot job imports matplotlib. The suite runs
-several hundred jobs. Each pytest worker starts two servers once: "torch"
+several hundred jobs. Each pytest worker starts its servers once, one for
+each kind of command and thread count the rules give (SERVERS): "torch"
 imports what the commands that compute with torch need, under the
 environment the portable numerics profile pins before importing torch;
 "plain" imports what the other commands need, and never torch.
 
 The Snakemake runs of warm_snakemake.py find a `python` first on their PATH
-that asks the server for the command's kind to run it: the server forks, the
+that asks the server for the job's kind and thread count to run it: the server forks, the
 fork takes the job's working directory, environment, standard streams and
 arguments, runs `clipeval` as `python -m` would, and the job's `python`
 exits with its status. The fork exits when that `python` is killed, as the
@@ -223,7 +224,8 @@ def module_listing_env() -> dict:
 class WarmJobs:
     """The servers of one test process and the `python` that reaches them, started on first use."""
 
-    def __init__(self):
+    def __init__(self, servers=SERVERS):
+        self._kinds = servers  # (kind, threads) of each server
         self._python = None
         self._servers = []
         atexit.register(self.close)
@@ -238,9 +240,9 @@ class WarmJobs:
         from clipeval.models.numerics import PORTABLE_ENVIRONMENT
 
         directory = self._directory = Path(tempfile.mkdtemp(prefix="warm-jobs-"))
-        sockets = {f"{kind}-{threads}": str(directory / f"{kind}-{threads}.sock") for kind, threads in SERVERS}
+        sockets = {f"{kind}-{threads}": str(directory / f"{kind}-{threads}.sock") for kind, threads in self._kinds}
         servers = self._servers
-        for kind, threads in SERVERS:
+        for kind, threads in self._kinds:
             path = sockets[f"{kind}-{threads}"]
             reference = {**os.environ, **dict.fromkeys(THREAD_VARIABLES, str(threads))}
             pinned = PORTABLE_ENVIRONMENT if kind == "torch" else {}
