@@ -187,6 +187,14 @@ def break_karpathy(tmp_path, change):
             r"images\[1\]: image id \(cocoid/imgid\) 9223372036854775808 is too large"
             r" \(ids are below 2\^63\)$",
         ),
+        (  # a file outside the image folder would be read but not tracked by content
+            lambda d, i: d["images"][1].update(filename="../../outside.png"),
+            r"images\[1\]: image id 1: image file '../../outside.png' is outside the image folder .*/flickr30k-images$",
+        ),
+        (
+            lambda d, i: d["images"][1].update(filepath="", filename="/etc/hostname"),
+            r"images\[1\]: image id 1: image file '/etc/hostname' is outside the image folder .*/flickr30k-images$",
+        ),
     ],
 )
 def test_bad_karpathy_input_is_named_and_leaves_nothing(tmp_path, change, message):
@@ -209,6 +217,10 @@ def test_bad_karpathy_input_is_named_and_leaves_nothing(tmp_path, change, messag
         ),
         (lambda d: d["images"].append(dict(d["images"][0])), r"images\[3\]: duplicate image id 139"),
         (lambda d: d["annotations"][4].update(id=1390), r"annotations\[4\]: duplicate caption id 1390"),
+        (
+            lambda d: d["images"][0].update(file_name="sub/../../x.jpg"),
+            r"images\[0\]: image id 139: image file 'sub/../../x.jpg' is outside the image folder .*/val2017\n$",
+        ),
     ],
 )
 def test_bad_coco_input_is_named_and_leaves_nothing(tmp_path, change, message):

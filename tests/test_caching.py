@@ -6,6 +6,7 @@ all at once (RUN_ALONE below)."""
 import base64
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -93,6 +94,20 @@ def touch_without_change(workdir):
         os.utime(workdir / path)
 
 
+def date_results_ahead(workdir, seconds=86400):
+    """Every result dated a day ahead, as a clock that was ahead (or a file server's) leaves them."""
+    import time
+
+    ahead = time.time_ns() + seconds * 10**9
+    for path in (workdir / "results").rglob("*"):
+        os.utime(path, ns=(ahead, ahead), follow_symlinks=False)
+
+
+def edit_captions(workdir):
+    path = workdir / "sources/cn_texts.jsonl"
+    path.write_text(path.read_text().replace("a ", "one ", 1))
+
+
 def add_features_model(workdir):
     """A model given as feature files (here, copies of tiny's), as Chinese-CLIP's extract_features.py writes them."""
     features = {}
@@ -155,12 +170,7 @@ MATRIX = {
         plus({"prepare_shapes": 1}, EVALUATE_ONE_PAIR, FINISH_ONE),
     ),
     "dataset image content": (replace_one_image, plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
-    "dataset caption content": (
-        lambda w: (w / "sources/cn_texts.jsonl").write_text(
-            (w / "sources/cn_texts.jsonl").read_text().replace("a ", "one ", 1)
-        ),
-        plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE),
-    ),
+    "dataset caption content": (edit_captions, plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
     "model weights (training settings)": (
         config_change(lambda c: c["models"]["tiny"]["train"].update(seed=1)),
         plus({"train": 1}, REEXTRACT_BOTH),
@@ -256,6 +266,59 @@ def test_every_other_change_at_once_runs_as_planned_and_leaves_nothing_to_do(bas
     run_as_planned(
         workdir, [MATRIX[row][1] for row in together] + list(VERSION_MATRIX.values()), env=upgraded_libraries(workdir)
     )
+
+
+def test_results_dated_ahead_are_refused_and_once_dated_now_an_older_edit_re_runs(baseline, tmp_path):
+    """Results written under a clock that was ahead would hide every later edit of their inputs from
+    Snakemake's time comparisons: planning refuses them, naming the first; once they are dated now (as the
+    message says), an edit made before that date re-runs what depends on it, as the content is tracked."""
+    from snakemake_runner import config_error_line, snakemake
+
+    workdir = copy_experiment(baseline, tmp_path / "experiment")
+    date_results_ahead(workdir)
+    edit_captions(workdir)
+    line = config_error_line(snakemake(workdir, "--dry-run"))
+    assert re.fullmatch(
+        r"config error: results/datasets/cn-test/meta\.json: dated \S+ \S+, ahead of this machine's"
+        r" clock \(\S+ \S+\), so a later change of its inputs would look older and re-run nothing: once the clocks"
+        r" agree, date it now with touch -c -h results/datasets/cn-test/meta\.json \(every such result:"
+        r" find results -newermt now -exec touch -c -h \{\} \+\)",
+        line,
+    ), line
+    for path in (workdir / "results").rglob("*"):
+        os.utime(path, follow_symlinks=False)  # touch -c -h
+    assert run_jobs(workdir) == plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)
+    assert planned_jobs(workdir) == {}
+
+
+def test_a_local_dir_model_is_tracked_by_the_content_of_its_folder(baseline, tmp_path):
+    """open_clip's `local-dir:DIR` loads DIR's weights and ignores `pretrained`: new weights in DIR re-extract
+    that model's features (and what follows), and its provenance names them."""
+    import torch
+    from conftest import REPO
+
+    from clipeval.storage.digests import folder_sha256
+
+    workdir = copy_experiment(baseline, tmp_path / "experiment")
+    folder = workdir / "weights/run1"
+    folder.mkdir(parents=True)
+    model_cfg = json.loads((REPO / "workflow/clipeval/models/configs/clipeval-tiny.json").read_text())
+    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": model_cfg}))
+    state = torch.load(workdir / "results/models/tiny/checkpoint.pt", map_location="cpu")
+    torch.save(state, folder / "open_clip_pytorch_model.bin")
+    run1 = {"arch": "local-dir:weights/run1", "pretrained": ""}
+    pairs = [{"model": m, "dataset": d} for m in ("tiny", "run1") for d in ("shapes-test", "cn-test")][:3]
+    edit_config(workdir, lambda c: (c["models"].update(run1=run1), c.update(evaluate=pairs)))
+    run_jobs(workdir)
+    meta = json.loads((workdir / "results/models/run1/meta.json").read_text())
+    assert meta["weights"] == f"folder-sha256:{folder_sha256(folder)}"
+
+    weights = state.get("state_dict", state)
+    name = next(key for key, value in weights.items() if value.is_floating_point())
+    weights[name] = weights[name] + 1
+    torch.save(state, folder / "open_clip_pytorch_model.bin")
+    one_pair = plus({"describe_model": 1}, EVALUATE_ONE_PAIR, {"compare_models": 1, "plot_comparisons": 1})
+    assert planned_jobs(workdir) == plus(one_pair, FINISH_ONE)
 
 
 def kill_tree(process):

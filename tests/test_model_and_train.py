@@ -131,9 +131,24 @@ def test_weights_identity(tiny_checkpoint):
     import hashlib
 
     assert (
-        weights_identity(str(tiny_checkpoint)) == "sha256:" + hashlib.sha256(tiny_checkpoint.read_bytes()).hexdigest()
+        weights_identity("clipeval-tiny", str(tiny_checkpoint))
+        == "sha256:" + hashlib.sha256(tiny_checkpoint.read_bytes()).hexdigest()
     )
-    assert weights_identity("openai") == "open_clip-tag:openai"
+    assert weights_identity("ViT-B-32", "openai") == "open_clip-tag:openai"
+
+
+def test_a_weights_folder_is_identified_by_its_files_names_and_content(tmp_path):
+    import hashlib
+
+    (tmp_path / "run/sub").mkdir(parents=True)
+    (tmp_path / "run/open_clip_config.json").write_text("{}")
+    (tmp_path / "run/sub/open_clip_model.safetensors").write_bytes(b"weights")
+    listing = "".join(
+        f"{name}\0{hashlib.sha256(content).hexdigest()}\n"
+        for name, content in [("open_clip_config.json", b"{}"), ("sub/open_clip_model.safetensors", b"weights")]
+    )
+    expected = "folder-sha256:" + hashlib.sha256(listing.encode()).hexdigest()
+    assert weights_identity(f"local-dir:{tmp_path}/run", "ignored.pt") == expected
 
 
 def test_contrastive_loss_matches_hand_computation():

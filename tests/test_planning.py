@@ -13,9 +13,17 @@ from conftest import REPO
 
 from clipeval.codegraph import CodeGraph
 from clipeval.planning.artifacts import artifact_path, names_matching
-from clipeval.planning.checks import NAME, check_inputs, check_knn_depth, check_names, check_plan, check_references
+from clipeval.planning.checks import (
+    NAME,
+    check_clock,
+    check_inputs,
+    check_knn_depth,
+    check_names,
+    check_plan,
+    check_references,
+)
+from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.fingerprints import code_fingerprint
-from clipeval.planning.folder_digests import folder_digest
 from clipeval.planning.plan import ConfigError, Plan, fill_metric_defaults
 
 DEFAULTS = {
@@ -116,6 +124,83 @@ def test_settings_behind_each_result():
     record = plan.experiment_record()
     assert record["experiment"] == "mine" and record["config_files"] == ["config/mine.yaml"]
     assert list(record["scores"]) == [f"{m} on {d}" for m, d in plan.evaluation_pairs()]
+
+
+def test_the_files_and_folders_behind_a_job_and_their_content_reach_its_definition(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    snapshot = tmp_path / "hub/models--org--clip/snapshots/abc123"
+    snapshot.mkdir(parents=True)
+    (tmp_path / "hub/models--org--clip/refs").mkdir()
+    (tmp_path / "hub/models--org--clip/refs/main").write_text("abc123")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+
+    def add_models(config):
+        config["models"].update(
+            folder={"arch": "local-dir:weights/run1", "pretrained": ""},
+            hub={"arch": "hf-hub:org/clip", "pretrained": ""},
+            file={"arch": "clipeval-tiny", "pretrained": "weights/epoch_3.pt"},
+        )
+        config["datasets"]["images"] = {
+            "format": "imagefolder",
+            "task": "classification",
+            "images": "classes",
+            "classnames": "names.txt",
+            "templates": "t.txt",
+        }
+
+    plan = plan_of(add_models)
+    assert plan.model_inputs(["folder", "hub", "file", "given", "tiny"]) == [
+        ("folder", "weights/run1"),
+        ("folder", str(snapshot)),
+        ("file", "weights/epoch_3.pt"),
+        ("file", "i.jsonl"),
+        ("file", "t.jsonl"),
+    ]
+    assert plan.dataset_inputs("flickr") == [("file", "f.tsv"), ("file", "f.jsonl")]
+    assert plan.dataset_inputs("images") == [("file", "names.txt"), ("file", "t.txt"), ("folder", "classes")]
+    digests = {"weights/epoch_3.pt": "one", "f.tsv": "two", "f.jsonl": "three"}
+
+    def content(kind, path):
+        return f"{kind} {digests[path]}"
+
+    # A job reads the models' files itself; the dataset's sources only its prepare job reads.
+    assert json.loads(plan.definition(["file"], "flickr", content))["content"] == {"weights/epoch_3.pt": "file one"}
+    assert json.loads(plan.definition([], "flickr", content, reads_sources=True))["content"] == {
+        "f.tsv": "file two",
+        "f.jsonl": "file three",
+    }
+
+
+def test_a_model_folder_must_exist_and_a_hub_model_be_cached(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    for name in ("f.tsv", "f.jsonl", "c.tsv", "c.jsonl", "t.txt", "i.jsonl", "t.jsonl", "b/test_batch"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).touch()
+    relative = f"(relative to {tmp_path}, the working directory)"
+    with pytest.raises(ConfigError) as error:
+        check_inputs(plan_of(lambda c: c["models"].update(mine={"arch": "local-dir:run1", "pretrained": ""})))
+    assert str(error.value) == f"models.mine.arch: folder run1 not found {relative}"
+    with pytest.raises(ConfigError) as error:
+        check_inputs(plan_of(lambda c: c["models"].update(mine={"arch": "hf-hub:org/clip", "pretrained": ""})))
+    assert str(error.value) == (
+        f"models.mine.arch: org/clip is not in the Hugging Face cache ({tmp_path}/hub/models--org--clip):"
+        " download it first (hf download org/clip), so that its files are known before anything runs"
+    )
+    (tmp_path / "run1").mkdir()
+    (tmp_path / "hub/models--org--clip/refs").mkdir(parents=True)
+    (tmp_path / "hub/models--org--clip/refs/main").write_text("abc123")
+    (tmp_path / "hub/models--org--clip/snapshots/abc123").mkdir(parents=True)
+    check_inputs(
+        plan_of(
+            lambda c: c["models"].update(
+                mine={"arch": "local-dir:run1", "pretrained": ""}, hub={"arch": "hf-hub:org/clip", "pretrained": ""}
+            )
+        )
+    )
 
 
 def test_paths_and_options():
@@ -295,6 +380,27 @@ def test_every_named_file_and_folder_must_exist(tmp_path, monkeypatch):
     check_plan(plan_of())
 
 
+def test_a_file_dated_ahead_of_the_clock_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.tsv").touch()
+    (tmp_path / "results/features").mkdir(parents=True)
+    (tmp_path / "results/features/t.jsonl").touch()
+    now = time.time_ns()
+    check_clock(plan_of(), now_ns=now)
+    os.utime("f.tsv", ns=(now, now + 10**9))  # within what a network file system's clock may lead by
+    check_clock(plan_of(), now_ns=now)
+    os.utime("f.tsv", ns=(now, now + 10**10))
+    with pytest.raises(
+        ConfigError, match=r"^f\.tsv: dated .*: once the clocks agree, date it now with touch -c -h f\.tsv$"
+    ):
+        check_clock(plan_of(), now_ns=now)
+    os.utime("f.tsv", ns=(now, now))
+    os.symlink(tmp_path / "f.tsv", "results/features/link.jsonl")
+    os.utime("results/features/link.jsonl", ns=(now, now + 10**10), follow_symlinks=False)
+    with pytest.raises(ConfigError, match=r"^results/features/link\.jsonl: dated .* \(every such result: find results"):
+        check_clock(plan_of(), now_ns=now)
+
+
 def test_another_experiment_s_names_are_not_taken(tmp_path, monkeypatch):
     from clipeval.experiments import record_path
     from clipeval.storage.jsonl import write_json
@@ -330,6 +436,18 @@ def test_a_folder_digest_follows_content_not_times(tmp_path):
     (root / "2.png").rename(root / "3.png")
     assert folder_digest(root, cache) not in (first, changed, replaced)  # a path is part of the digest
     assert folder_digest(tmp_path / "nowhere", cache) == "missing"
+
+
+def test_a_file_digest_follows_content_not_times(tmp_path):
+    path, cache = tmp_path / "weights.pt", tmp_path / "cache"
+    path.write_bytes(b"one")
+    first = file_digest(path, cache)
+    os.utime(path, ns=(1, 1))
+    assert file_digest(path, cache) == first
+    path.write_bytes(b"two")
+    os.utime(path, ns=(1, 1))  # an older date than before, as a clock that was ahead leaves behind
+    assert file_digest(path, cache) not in (first, "missing")
+    assert file_digest(tmp_path / "nowhere.pt", cache) == "missing"
 
 
 def test_a_cut_off_digest_cache_is_rebuilt_not_fatal(tmp_path):

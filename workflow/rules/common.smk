@@ -2,6 +2,7 @@
 # prefix, the config checked and read into a Plan (clipeval/planning/), code
 # fingerprints, and speed knobs. Each stage's input functions are in inputs.smk.
 
+import functools
 import json
 import shlex
 import sys
@@ -20,7 +21,7 @@ from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.planning import fingerprints
 from clipeval.planning.artifacts import ARTIFACTS, names_matching
 from clipeval.planning.checks import check_plan
-from clipeval.planning.folder_digests import folder_digest
+from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
 
 ENV_FILE = "../../envs/clipeval.yaml"

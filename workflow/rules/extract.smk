@@ -41,6 +41,7 @@ rule describe_features_model:
     conda:
         ENV_FILE
     params:
+        definition=definition,
         code=code_fingerprint("describe-features"),
     shell:
         "python -m clipeval describe-features {input:q} --output {output.meta:q} > {log:q} 2>&1"

@@ -8,16 +8,30 @@
 
 
 def definition(wildcards):
-    """The config entries of the models and dataset behind a job, as a param (Plan.definition)."""
+    """The config entries of the models and dataset behind a job, and the content of the models' files, as a
+    param (Plan.definition)."""
     names = wildcards.keys()
     return PLAN.definition(
-        [wildcards.model] if "model" in names else [], wildcards.dataset if "dataset" in names else None
+        [wildcards.model] if "model" in names else [],
+        wildcards.dataset if "dataset" in names else None,
+        content_digest,
     )
+
+
+def prepare_definition(wildcards):
+    """definition() of a prepare job, which reads the dataset's source files and folders."""
+    return PLAN.definition([], wildcards.dataset, content_digest, reads_sources=True)
 
 
 def comparison_definition(wildcards):
     """definition() of a comparison job: every model it compares, and the dataset."""
-    return PLAN.definition(PLAN.compared_models()[wildcards.dataset], wildcards.dataset)
+    return PLAN.definition(PLAN.compared_models()[wildcards.dataset], wildcards.dataset, content_digest)
+
+
+@functools.cache  # a folder is digested once per planning, however many jobs name it
+def content_digest(kind, path):
+    """A digest of a named file's or folder's content (planning/content_digests.py)."""
+    return (folder_digest if kind == FOLDER else file_digest)(Path(path))
 
 
 def result_config(wildcards):
@@ -34,9 +48,12 @@ def weights_input(wildcards):
 
 
 def pretrained_option(wildcards, input):
+    """--pretrained WEIGHTS, none when the entry gives an empty one (a local-dir: or hf-hub: arch): `:q` would
+    drop an empty word and leave --pretrained without its value."""
     if "weights" in input.keys():
         return ["--pretrained", input.weights]
-    return ["--pretrained", PLAN.model(wildcards.model)["pretrained"]]
+    pretrained = PLAN.model(wildcards.model)["pretrained"]
+    return ["--pretrained", pretrained] if pretrained else []
 
 
 # --- prepare (prepare.smk)
@@ -56,11 +73,6 @@ def source_files_to_track(wildcards):
 
 def prepare_settings(wildcards):
     return PLAN.prepare_options(wildcards.dataset)
-
-
-def image_folder_digest(wildcards):
-    """A digest of every file under the dataset's image folders (planning/folder_digests.py)."""
-    return " ".join(folder_digest(Path(root)) for _, root in PLAN.entry_settings(wildcards.dataset, FOLDER))
 
 
 # --- train (train.smk)

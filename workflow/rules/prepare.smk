@@ -25,7 +25,7 @@ for prepared_format in SOURCE_FORMATS.values():
         params:
             format=prepared_format.name,
             settings=prepare_settings,
-            image_folders=image_folder_digest,
+            definition=prepare_definition,
             out_dir=lambda wildcards, output: str(Path(output.meta).parent),
             code=code_fingerprint("prepare", prepared_format.name),
         shell:

@@ -28,7 +28,7 @@ def run(args):
         {
             "arch": args.arch,
             "pretrained": args.pretrained,
-            "weights": weights_identity(args.pretrained),
+            "weights": weights_identity(args.arch, args.pretrained),
             "precision": args.precision,
             "preprocess": parse_json_option(args.preprocess, "--preprocess"),
             "numerics": {"profile": args.numerics, **code_path()},

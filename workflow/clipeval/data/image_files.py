@@ -2,7 +2,7 @@
 
 import stat
 from collections.abc import Iterable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from clipeval.data.image_lmdb import decode_image
 from clipeval.errors import ClipevalError
@@ -11,6 +11,20 @@ from clipeval.errors import ClipevalError
 # pixel limit (image_lmdb.MAX_IMAGE_PIXELS) takes about this much. A larger file
 # is no benchmark image, and reading it whole could exhaust memory.
 MAX_IMAGE_BYTES = 256 << 20
+
+
+def image_in_folder(image_dir, names: list[str], where: str) -> Path:
+    """image_dir/name/…, for the file names an annotation file gives; refused when they lead outside
+    image_dir (an absolute name, or `..` past its top), whose files are the ones the workflow tracks by
+    content."""
+    parts = [part for name in names for part in PurePosixPath(name).parts]
+    depth = 0
+    for part in parts:
+        depth += -1 if part == ".." else part != "."
+        if depth < 0 or part.startswith("/"):
+            shown = str(PurePosixPath(*names))
+            raise ClipevalError(f"{where}: image file {shown!r} is outside the image folder {image_dir}")
+    return Path(image_dir, *parts)
 
 
 def read_image_files(files: Iterable[tuple[int, Path]], source) -> Iterator[tuple[int, bytes]]:

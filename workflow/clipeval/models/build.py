@@ -16,8 +16,8 @@ from open_clip.factory import load_state_dict
 
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
-from clipeval.models.pretrained import is_checkpoint_path
-from clipeval.storage.digests import file_sha256
+from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path, weights_folder
+from clipeval.storage.digests import file_sha256, folder_sha256
 
 MODEL_CONFIG_DIR = Path(str(files("clipeval.models") / "configs"))
 open_clip.add_model_config(MODEL_CONFIG_DIR)
@@ -31,7 +31,7 @@ _PREPROCESS_ARGUMENTS = {
 
 
 def check_arch(arch: str) -> None:
-    if arch.startswith(("hf-hub:", "local-dir:")):
+    if arch.startswith((HF_HUB_PREFIX, LOCAL_DIR_PREFIX)):
         return
     if arch not in open_clip.list_models():
         raise ClipevalError(f"unknown open_clip arch {arch!r} (see open_clip.list_models())")
@@ -173,8 +173,12 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     return model, transform, open_clip.get_tokenizer(arch)
 
 
-def weights_identity(pretrained: str | None) -> str:
-    """sha256 of a local checkpoint, or the open_clip tag it was named by."""
+def weights_identity(arch: str, pretrained: str | None) -> str:
+    """sha256 of a local checkpoint, of the files of the folder the arch loads from (open_clip ignores
+    `pretrained` then), or the open_clip tag the weights were named by."""
+    folder = weights_folder(arch)
+    if folder is not None:
+        return f"folder-sha256:{folder_sha256(folder)}"
     if not pretrained:
         return "random-init"
     if is_checkpoint_path(pretrained):

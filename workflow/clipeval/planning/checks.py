@@ -1,18 +1,27 @@
 """The checks of a config that its schema cannot express, run before any job: the names that become paths,
-names that refer to other entries, knn's depth, the files and folders it names, and the other experiments in
-the results folder.
+names that refer to other entries, knn's depth, the files and folders it names, the other experiments in the
+results folder, and files dated ahead of the clock.
 
-Each raises ConfigError with one line naming the key.
+Each raises ConfigError with one line naming the key or file.
 """
 
+import os
 import re
+import shlex
+import time
 from pathlib import Path
 
 from clipeval.config_errors import location
 from clipeval.data.sources import FILE, FOLDER
 from clipeval.errors import ClipevalError
 from clipeval.experiments import experiment_conflict
-from clipeval.models.pretrained import is_checkpoint_path
+from clipeval.models.pretrained import (
+    HF_HUB_PREFIX,
+    LOCAL_DIR_PREFIX,
+    hub_snapshot_parent,
+    is_checkpoint_path,
+    weights_folder,
+)
 from clipeval.planning.artifacts import RESULTS
 from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
 
@@ -116,6 +125,16 @@ def check_inputs(plan: Plan) -> None:
         for setting, value in plan.entry_settings(dataset, kind)
     ]
     for name, entry in config["models"].items():
+        arch = entry.get("arch", "")
+        if arch.startswith(LOCAL_DIR_PREFIX):
+            named.append((("models", name, "arch"), arch[len(LOCAL_DIR_PREFIX) :], FOLDER))
+        if arch.startswith(HF_HUB_PREFIX) and weights_folder(arch) is None:
+            repo = arch[len(HF_HUB_PREFIX) :]
+            raise ConfigError(
+                f"{location(('models', name, 'arch'))}: {repo} is not in the Hugging Face cache"
+                f" ({hub_snapshot_parent(repo)}): download it first (hf download {repo}), so that its files are"
+                " known before anything runs"
+            )
         weights = entry.get("pretrained", "")
         if is_checkpoint_path(weights) and weights not in trained:
             named.append((("models", name, "pretrained"), weights, FILE))
@@ -130,6 +149,53 @@ def check_inputs(plan: Plan) -> None:
             raise ConfigError(f"{location(key)}: {'folder' if kind == FOLDER else 'file'} {path} not found{where}")
 
 
+# How far ahead of this machine's clock a file may be dated: timestamps of a
+# file just written on a network file system can lead by a little.
+CLOCK_TOLERANCE_NS = 2 * 10**9
+
+
+def check_clock(plan: Plan, results: Path = RESULTS, now_ns: int | None = None) -> None:
+    """No result or input file is dated ahead of this machine's clock.
+
+    Snakemake compares modification times: a result dated ahead (written while
+    a clock was ahead) looks newer than any later change of its inputs, and a
+    job whose input is dated ahead fails once it has run. Refused before
+    anything runs, naming the first such file.
+    """
+    limit = (time.time_ns() if now_ns is None else now_ns) + CLOCK_TOLERANCE_NS
+    named_inputs = plan.model_inputs(list(plan.config["models"])) + [
+        named for dataset in plan.config["datasets"] for named in plan.dataset_inputs(dataset)
+    ]
+    named = {path for kind, path in named_inputs if kind == FILE}
+    for path in [*(Path(p) for p in sorted(named)), *_files_in_order(results)]:
+        try:
+            mtime = path.lstat().st_mtime_ns  # a link's own date, as Snakemake compares
+        except OSError:
+            continue  # a missing input is check_inputs' to name; a result may vanish meanwhile
+        if mtime > limit:
+            every = (
+                f" (every such result: find {results} -newermt now -exec touch -c -h {{}} +)"
+                if path.is_relative_to(results)
+                else ""
+            )
+            raise ConfigError(
+                f"{path}: dated {_local_time(mtime)}, ahead of this machine's clock"
+                f" ({_local_time(limit - CLOCK_TOLERANCE_NS)}), so a later change of its inputs would look older"
+                " and re-run nothing: once the clocks agree, date it now with"
+                f" touch -c -h {shlex.quote(str(path))}{every}"
+            )
+
+
+def _files_in_order(root: Path):
+    for folder, subfolders, names in os.walk(root):
+        subfolders.sort()
+        yield from (Path(folder, name) for name in sorted(names))
+
+
+def _local_time(ns: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ns / 10**9))
+
+
 def check_experiments(plan: Plan, results: Path = RESULTS) -> None:
     """No dataset, model or score that this experiment shares by name with another is defined otherwise."""
     try:
@@ -141,10 +207,11 @@ def check_experiments(plan: Plan, results: Path = RESULTS) -> None:
 
 
 def check_plan(plan: Plan) -> None:
-    """Every check, in the order a user meets them: names, references, knn's depth, the inputs, other
-    experiments."""
+    """Every check, in the order a user meets them: names, references, knn's depth, the inputs, the clock,
+    other experiments."""
     check_names(plan)
     check_references(plan)
     check_knn_depth(plan)
     check_inputs(plan)
+    check_clock(plan)
     check_experiments(plan)

@@ -6,12 +6,13 @@ and the config files it came from; nothing here needs Snakemake.
 """
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-from clipeval.data.sources import format_names, source_format
+from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import DEFAULT_RECALL_AT
-from clipeval.models.pretrained import is_checkpoint_path
+from clipeval.models.pretrained import is_checkpoint_path, weights_folder
 from clipeval.planning.artifacts import artifact_path, experiment_artifact_pattern
 
 EVALUATED_TASKS = ("retrieval", "classification")
@@ -174,17 +175,56 @@ class Plan:
 
     # --- what each job is given
 
-    def definition(self, models: list[str], dataset: str | None) -> str:
-        """The config entries of the models and datasets behind a job, as a param.
+    def definition(
+        self,
+        models: list[str],
+        dataset: str | None,
+        content: Callable[[str, str], str] | None = None,
+        reads_sources: bool = False,
+    ) -> str:
+        """The config entries of the models and datasets behind a job, as a param; with `content(kind, path)`
+        also the digests of the files and folders of the config that the job reads itself: the models' (their
+        checkpoints, weights folders and precomputed features), and the dataset's source files and folders
+        when it `reads_sources` (its prepare job).
 
         Snakemake does not re-run a job whose outputs exist when an input is
-        missing (say a failed re-training deleted the checkpoint): the upstream
-        change must reach every job's own params, or stale results would stay.
+        missing (say a failed re-training deleted the checkpoint), nor one whose
+        input changed but is dated before its outputs (results dated ahead by a
+        clock, then dated now): such a change must reach the job's own params.
+        The jobs after it need not see it: a job that runs re-runs every job
+        that reads its outputs.
         """
         entry = {f"model {name}": self.model(name) for name in models}
         if dataset is not None:
             entry["dataset"] = {k: v for k, v in self.dataset(dataset).items() if k not in SCORING_KEYS}
+        if content is not None:
+            read = self.model_inputs(models) + (self.dataset_inputs(dataset) if reads_sources else [])
+            entry["content"] = {path: content(kind, path) for kind, path in read}
         return json.dumps(entry, sort_keys=True)
+
+    def model_inputs(self, models: list[str]) -> list[tuple[str, str]]:
+        """(FILE or FOLDER, path) of each file and folder the config names for these models: a checkpoint, the
+        folder the arch loads from (local-dir:, a cached hf-hub snapshot), precomputed features. A trained
+        checkpoint is the workflow's own output, not named here."""
+        named = []
+        for name in models:
+            entry = self.model(name)
+            folder = weights_folder(entry.get("arch", ""))
+            if folder is not None:
+                named.append((FOLDER, str(folder)))
+            if "train" not in entry and is_checkpoint_path(entry.get("pretrained", "")):
+                named.append((FILE, entry["pretrained"]))
+            named += [(FILE, path) for files in entry.get("features", {}).values() for path in files.values()]
+        return named
+
+    def dataset_inputs(self, dataset: str) -> list[tuple[str, str]]:
+        """(FILE or FOLDER, path) of a dataset's source files and image folders."""
+        files = [
+            (FILE, path)
+            for setting, value in self.entry_settings(dataset, FILE)
+            for path in setting.files_to_track(value)
+        ]
+        return files + [(FOLDER, str(value)) for _, value in self.entry_settings(dataset, FOLDER)]
 
     def result_config(self, model: str, dataset: str) -> str:
         """The config that determines a score, recorded in its provenance."""

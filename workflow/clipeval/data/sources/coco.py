@@ -4,7 +4,7 @@ from pathlib import Path
 
 from clipeval.data.annotation_json import CaptionCollector, list_field
 from clipeval.data.captions import Captions
-from clipeval.data.image_files import read_image_files
+from clipeval.data.image_files import image_in_folder, read_image_files
 from clipeval.data.sources import CAPTIONS, FILE, IMAGE_DIRECTORY, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
 from clipeval.storage.ids import require_id
@@ -23,7 +23,7 @@ def coco_captions(annotations, image_dir, only_image_ids=None) -> tuple[list[tup
             raise ClipevalError(f"{where}: duplicate image id {image_id}")
         if not isinstance(image.get("file_name"), str):
             raise ClipevalError(f"{where}: image id {image_id} has no file_name")
-        files[image_id] = Path(image_dir) / image["file_name"]
+        files[image_id] = image_in_folder(image_dir, [image["file_name"]], f"{where}: image id {image_id}")
     if only_image_ids is not None:
         missing = sorted(set(only_image_ids) - set(files))
         if missing:

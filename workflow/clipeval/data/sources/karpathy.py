@@ -4,7 +4,7 @@ from pathlib import Path
 
 from clipeval.data.annotation_json import CaptionCollector, list_field
 from clipeval.data.captions import Captions
-from clipeval.data.image_files import read_image_files
+from clipeval.data.image_files import image_in_folder, read_image_files
 from clipeval.data.sources import CAPTIONS, FILE, IMAGE_DIRECTORY, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
 from clipeval.storage.ids import require_id
@@ -42,7 +42,7 @@ def karpathy_split(annotations, image_dir, splits, id_field=None) -> tuple[list[
         filepath = image.get("filepath", "")
         if not isinstance(filepath, str):
             raise ClipevalError(f"{where}: image id {image_id} has a filepath that is not a string: {filepath!r}")
-        files.append((image_id, Path(image_dir) / filepath / filename))
+        files.append((image_id, image_in_folder(image_dir, [filepath, filename], f"{where}: image id {image_id}")))
         sentences = image.get("sentences", [])
         if not isinstance(sentences, list) or not all(isinstance(s, dict) for s in sentences):
             raise ClipevalError(f"{where}: image id {image_id}: sentences must be a list of objects")
