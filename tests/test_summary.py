@@ -243,3 +243,60 @@ def test_the_report_table_shows_every_k_asked_for(tmp_path):
     page = results_page("e", [("m", "flickr", tmp_path / "k.json")])
     headers = [cell.split(">")[-1] for cell in page.split("</th>") if 'class="col_heading level1' in cell]
     assert headers == ["R@1", "R@50", "median rank"] * 2
+
+
+def test_a_sweep_of_10000_pairs_reaches_the_summary_and_the_tables_through_an_arguments_file(tmp_path):
+    """What the workflow does for every command whose list grows with a sweep: the words go to a file (one
+    command line could not hold them), and the command reads them back in order."""
+    from conftest import run_cli
+
+    from clipeval.planning.argument_files import argument_file
+
+    write_json(tmp_path / "score.json", metrics(12.5))
+    pairs = [(f"model-{m:03d}", f"dataset-{d:03d}") for m in range(100) for d in range(100)]
+    entries = [word for model, dataset in pairs for word in ("--entry", model, dataset, str(tmp_path / "score.json"))]
+    arguments = argument_file(entries, tmp_path / "arguments")
+    assert len(" ".join(entries)) > 128 * 1024  # more than Linux lets one argument (a job's `bash -c …`) hold
+    out = outputs(tmp_path)
+    result = run_cli(
+        "summarize",
+        "--arguments-file",
+        arguments,
+        *(word for name, path in out.items() for word in (f"--{name}", path)),
+    )
+    assert result.returncode == 0, result.stderr
+    assert [(row["model"], row["dataset"]) for row in read_csv(out["csv"])] == pairs
+    result = run_cli(
+        "report-tables",
+        "--experiment",
+        "sweep",
+        "--arguments-file",
+        arguments,
+        "--results",
+        tmp_path / "results.html",
+        "--provenance",
+        tmp_path / "provenance.html",
+    )
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "results.html").read_text()
+    assert page.count("model-099") >= 1 and page.count("dataset-099") >= 1
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "{path}: cannot read the arguments file (FileNotFoundError)"),
+        ("[1, 2", "{path}: cannot read the arguments file (JSONDecodeError)"),
+        ('{"entry": "x"}', "{path}: an arguments file holds a JSON list of strings"),
+        ('["--entry", 3]', "{path}: an arguments file holds a JSON list of strings"),
+    ],
+)
+def test_an_unreadable_arguments_file_is_one_line_naming_it(tmp_path, content, message):
+    from conftest import run_cli
+
+    path = tmp_path / "arguments.json"
+    if content is not None:
+        path.write_text(content)
+    result = run_cli("summarize", "--arguments-file", path, "--csv", tmp_path / "x.csv")
+    assert result.returncode == 1
+    assert result.stderr == f"clipeval: error: {message.format(path=path)}\n"

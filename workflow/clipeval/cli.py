@@ -5,8 +5,10 @@ its code fingerprint covers) its own code and nothing of the other commands.
 """
 
 import argparse
+import json
 import pkgutil
 import sys
+from pathlib import Path
 
 from . import commands
 from .errors import ClipevalError
@@ -42,8 +44,37 @@ def build_parser(argv) -> argparse.ArgumentParser:
     return parser
 
 
+ARGUMENTS_FILE = "--arguments-file"
+
+
+def expand_argument_files(argv: list[str]) -> list[str]:
+    """`--arguments-file FILE` replaced by the words of FILE, a JSON list of strings (how the workflow passes
+    lists too long for a command line: planning/argument_files.py)."""
+    expanded, words = [], iter(argv)
+    for word in words:
+        if word != ARGUMENTS_FILE:
+            expanded.append(word)
+            continue
+        path = next(words, None)
+        if path is None:
+            raise ClipevalError(f"{ARGUMENTS_FILE} needs a file")
+        try:
+            listed = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as error:
+            raise ClipevalError(f"{path}: cannot read the arguments file ({type(error).__name__})") from None
+        if not isinstance(listed, list) or not all(isinstance(item, str) for item in listed):
+            raise ClipevalError(f"{path}: an arguments file holds a JSON list of strings")
+        expanded += listed
+    return expanded
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        argv = expand_argument_files(argv)
+    except ClipevalError as error:
+        print(f"clipeval: error: {error}", file=sys.stderr)
+        return 1
     args = build_parser(argv).parse_args(argv)
     try:
         args.run(args)

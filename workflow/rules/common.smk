@@ -19,6 +19,7 @@ from clipeval.data.sources import FILE, FOLDER, format_names
 from clipeval.features.sharding import shard_count
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.planning import fingerprints
+from clipeval.planning.argument_files import argument_file
 from clipeval.planning.artifacts import ARTIFACTS, names_matching
 from clipeval.planning.checks import check_plan
 from clipeval.planning.content_digests import file_digest, folder_digest

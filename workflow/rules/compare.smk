@@ -16,10 +16,10 @@ rule compare_models:
     conda:
         ENV_FILE
     params:
-        models=comparison_options,
+        arguments=comparison_arguments,
         intervals=PLAN.interval_options(),
         definition=comparison_definition,
         code=code_fingerprint("compare-models"),
     shell:
-        "python -m clipeval compare-models {input.ranks:q} {params.models:q} --dataset {wildcards.dataset:q}"
+        "python -m clipeval compare-models --arguments-file {params.arguments:q} --dataset {wildcards.dataset:q}"
         " {params.intervals:q} --output {output.comparisons:q} > {log:q} 2>&1"

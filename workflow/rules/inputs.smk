@@ -183,8 +183,9 @@ def compared_ranks(wildcards):
     return [PLAN.score_file(model, wildcards.dataset, "ranks") for model in PLAN.compared_models()[wildcards.dataset]]
 
 
-def comparison_options(wildcards):
-    return PLAN.comparison_options(wildcards.dataset)
+def comparison_arguments(wildcards, input):
+    """The ranks files and the models' names, in an arguments file (planning/argument_files.py)."""
+    return argument_file([*input.ranks, *PLAN.comparison_options(wildcards.dataset)])
 
 
 # --- summary (summary.smk)
@@ -206,8 +207,15 @@ def score_entries():
     ]
 
 
-def summary_entries():
-    return score_entries() + [word for path in comparison_files() for word in ("--comparison", path)]
+def summary_arguments(wildcards):
+    """--entry … per pair and --comparison … per dataset, in an arguments file (planning/argument_files.py): a
+    sweep's list outgrows a command line."""
+    comparisons = [word for path in comparison_files() for word in ("--comparison", path)]
+    return argument_file(score_entries() + comparisons)
+
+
+def report_table_arguments(wildcards):
+    return argument_file(score_entries())
 
 
 # --- report (report.smk)
@@ -221,9 +229,11 @@ def dataset_scores(wildcards):
     return [PLAN.score_file(model, wildcards.dataset) for model in PLAN.models_on(wildcards.dataset)]
 
 
-def dataset_plot_entries(wildcards, input):
-    """--entry MODEL FILE per model on the dataset, in config order (the models keep their colours)."""
-    return [word for model, path in zip(PLAN.models_on(wildcards.dataset), input) for word in ("--entry", model, path)]
+def dataset_plot_arguments(wildcards, input):
+    """--entry MODEL FILE per model on the dataset, in config order (the models keep their colours), in an
+    arguments file."""
+    models = PLAN.models_on(wildcards.dataset)
+    return argument_file([word for model, path in zip(models, input) for word in ("--entry", model, path)])
 
 
 def gallery_title(wildcards):

@@ -29,10 +29,10 @@ rule report_tables:
         ENV_FILE
     params:
         experiment=PLAN.experiment_name(),
-        entries=score_entries(),
+        arguments=report_table_arguments,
         code=code_fingerprint("report-tables"),
     shell:
-        "python -m clipeval report-tables --experiment {params.experiment:q} {params.entries:q}"
+        "python -m clipeval report-tables --experiment {params.experiment:q} --arguments-file {params.arguments:q}"
         " --results {output.results:q} --provenance {output.provenance:q} > {log:q} 2>&1"
 
 
@@ -63,10 +63,10 @@ rule plot_retrieval:
     conda:
         ENV_FILE
     params:
-        entries=dataset_plot_entries,
+        arguments=dataset_plot_arguments,
         code=code_fingerprint("plot-dataset"),
     shell:
-        "python -m clipeval plot-dataset --dataset {wildcards.dataset:q} {params.entries:q}"
+        "python -m clipeval plot-dataset --dataset {wildcards.dataset:q} --arguments-file {params.arguments:q}"
         " --recall-curves {output.curves:q} --rank-distribution {output.ranks:q} > {log:q} 2>&1"
 
 
@@ -89,10 +89,10 @@ rule plot_classification:
     conda:
         ENV_FILE
     params:
-        entries=dataset_plot_entries,
+        arguments=dataset_plot_arguments,
         code=code_fingerprint("plot-dataset"),
     shell:
-        "python -m clipeval plot-dataset --dataset {wildcards.dataset:q} {params.entries:q}"
+        "python -m clipeval plot-dataset --dataset {wildcards.dataset:q} --arguments-file {params.arguments:q}"
         " --class-recall {output.recall:q} > {log:q} 2>&1"
 
 

@@ -17,8 +17,8 @@ rule summary:
     conda:
         ENV_FILE
     params:
-        entries=summary_entries(),
+        arguments=summary_arguments,
         code=code_fingerprint("summarize"),
     shell:
-        "python -m clipeval summarize {params.entries:q} --csv {output.csv:q} --markdown {output.markdown:q}"
+        "python -m clipeval summarize --arguments-file {params.arguments:q} --csv {output.csv:q} --markdown {output.markdown:q}"
         " --averages {output.averages:q} --comparisons {output.comparisons:q} > {log:q} 2>&1"
