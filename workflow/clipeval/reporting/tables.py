@@ -51,12 +51,12 @@ def _cell(row: dict, key: str) -> str:
 
 def _best(rows: list[dict], key: str, higher: bool) -> set[int]:
     """Positions of the best value of each dataset (all of them on a tie), when a dataset has two models or more."""
+    by_dataset = {}
+    for i, row in enumerate(rows):
+        if row.get(key) is not None:
+            by_dataset.setdefault(row["dataset"], []).append((i, row[key]))
     best = set()
-    datasets = {row["dataset"] for row in rows}
-    for dataset in datasets:
-        members = [
-            (i, row[key]) for i, row in enumerate(rows) if row["dataset"] == dataset and row.get(key) is not None
-        ]
+    for members in by_dataset.values():
         if len(members) > 1:
             target = (max if higher else min)(value for _, value in members)
             best |= {i for i, value in members if value == target}
@@ -68,10 +68,11 @@ def metric_table(name: str, rows: list[dict], columns, caption: str) -> str:
     index = pd.MultiIndex.from_tuples([(row["dataset"], row["model"]) for row in rows], names=["dataset", "model"])
     header = pd.MultiIndex.from_tuples([(group, label) for group, label, _, _ in columns])
     cells = pd.DataFrame([[_cell(row, key) for _, _, key, _ in columns] for row in rows], index=index, columns=header)
-    bold = pd.DataFrame("", index=index, columns=header)
+    marks = [["" for _ in columns] for _ in rows]
     for position, (_, _, key, higher) in enumerate(columns):
         for row_index in _best(rows, key, higher):
-            bold.iat[row_index, position] = "font-weight: bold"
+            marks[row_index][position] = "font-weight: bold"
+    bold = pd.DataFrame(marks, index=index, columns=header)
     styled = cells.style.apply(lambda _: bold, axis=None).set_caption(caption).set_uuid(name)
     # The cells are this module's own markup (numbers and their interval spans); the names are data.
     return styled.format_index(escape="html", axis=0).to_html()
