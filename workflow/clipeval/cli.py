@@ -81,6 +81,10 @@ def main(argv=None) -> int:
     except ClipevalError as error:
         print(f"clipeval: error: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # what the machine refused: a read-only folder, a full disk, a missing permission
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"clipeval: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
     return 0
 
 

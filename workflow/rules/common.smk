@@ -16,6 +16,7 @@ sys.path.insert(0, str(PACKAGE_DIR.parent))
 from clipeval.codegraph import CodeGraph
 from clipeval.config_errors import config_error, duplicate_key_error, oversized_error
 from clipeval.data.sources import FILE, FOLDER, format_names
+from clipeval.errors import ClipevalError
 from clipeval.features.sharding import shard_count
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.planning import fingerprints
@@ -65,11 +66,21 @@ def code_fingerprint(command, source_format=None):
     return fingerprints.code_fingerprint(CODE_GRAPH, command, source_format)
 
 
-def fail(message):
+def fail(message, kind="config error"):
     """Stop planning with the one line a user needs: raised as an exception, Snakemake would add the file, line
     and frames of this function to it, which point at the workflow, not at the config."""
-    print(f"config error: {message}", file=sys.stderr)
+    print(f"{kind}: {message}", file=sys.stderr)
     raise SystemExit(1)
+
+
+def written_or_fail(write, *args):
+    """write(*args), or the one line of what the machine refused (a full disk, a read-only folder)."""
+    try:
+        return write(*args)
+    except ClipevalError as error:  # storage/atomic.py names the file a failed write() does not
+        fail(str(error), kind="error")
+    except OSError as error:
+        fail(f"{error.filename}: cannot write ({error.strerror or error})", kind="error")
 
 
 def check_schema():
@@ -107,4 +118,4 @@ def write_experiment_record():
     from clipeval.experiments import record_path
     from clipeval.storage.jsonl import write_json
 
-    write_json(record_path(Path("results"), PLAN.experiment_name()), PLAN.experiment_record())
+    written_or_fail(write_json, record_path(Path("results"), PLAN.experiment_name()), PLAN.experiment_record())

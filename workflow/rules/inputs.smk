@@ -185,7 +185,7 @@ def compared_ranks(wildcards):
 
 def comparison_arguments(wildcards, input):
     """The ranks files and the models' names, in an arguments file (planning/argument_files.py)."""
-    return argument_file([*input.ranks, *PLAN.comparison_options(wildcards.dataset)])
+    return written_or_fail(argument_file, [*input.ranks, *PLAN.comparison_options(wildcards.dataset)])
 
 
 # --- summary (summary.smk)
@@ -211,11 +211,11 @@ def summary_arguments(wildcards):
     """--entry … per pair and --comparison … per dataset, in an arguments file (planning/argument_files.py): a
     sweep's list outgrows a command line."""
     comparisons = [word for path in comparison_files() for word in ("--comparison", path)]
-    return argument_file(score_entries() + comparisons)
+    return written_or_fail(argument_file, score_entries() + comparisons)
 
 
 def report_table_arguments(wildcards):
-    return argument_file(score_entries())
+    return written_or_fail(argument_file, score_entries())
 
 
 # --- report (report.smk)
@@ -233,7 +233,9 @@ def dataset_plot_arguments(wildcards, input):
     """--entry MODEL FILE per model on the dataset, in config order (the models keep their colours), in an
     arguments file."""
     models = PLAN.models_on(wildcards.dataset)
-    return argument_file([word for model, path in zip(models, input) for word in ("--entry", model, path)])
+    return written_or_fail(
+        argument_file, [word for model, path in zip(models, input) for word in ("--entry", model, path)]
+    )
 
 
 def gallery_title(wildcards):

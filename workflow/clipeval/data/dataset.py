@@ -115,7 +115,7 @@ def _is_dataset_entry(name: str) -> bool:
 
 def _write_into(staging: Path, out_dir: Path, prepared) -> dict:
     checksummed = _ChecksummedImages(prepared.images)
-    write_image_store(staging / "images.lmdb", checksummed)
+    write_image_store(staging / "images.lmdb", checksummed, shown_as=out_dir / "images.lmdb")
     image_ids = np.array(sorted(checksummed.digests), dtype=np.int64)
     if not len(image_ids):
         raise ClipevalError(f"{prepared.source.get('images', out_dir)}: the dataset has no images")

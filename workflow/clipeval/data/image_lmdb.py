@@ -68,13 +68,15 @@ def decode_base64(value: bytes, where: str) -> bytes:
         raise ClipevalError(f"{where}: value is not valid base64") from None
 
 
-def write_image_store(path, images: Iterable[tuple[int, bytes]]) -> int:
-    """Write (image_id, encoded bytes) pairs to a new LMDB at `path`, atomically.
+def write_image_store(path, images: Iterable[tuple[int, bytes]], shown_as=None) -> int:
+    """Write (image_id, encoded bytes) pairs to a new LMDB at `path`, atomically; messages name it `shown_as`
+    (where it ends up, when `path` is inside a folder that is renamed into place afterwards).
 
     The map starts small and doubles when full, instead of preallocating.
     Duplicate ids are an error. Returns the number of images written.
     """
     path = Path(path)
+    shown = path if shown_as is None else shown_as
     with atomic_output(path) as temporary:
         env = lmdb.open(str(temporary), map_size=_INITIAL_MAP_SIZE, subdir=True, lock=True)
         try:
@@ -86,13 +88,15 @@ def write_image_store(path, images: Iterable[tuple[int, bytes]]) -> int:
                     try:
                         with env.begin(write=True) as txn:
                             if not txn.put(key, value, overwrite=False):
-                                raise ClipevalError(f"{path}: duplicate image_id {image_id}")
+                                raise ClipevalError(f"{shown}: duplicate image_id {image_id}")
                         break
                     except lmdb.MapFullError:
                         env.set_mapsize(env.info()["map_size"] * 2)
                 count += 1
             with env.begin(write=True) as txn:
                 txn.put(COUNT_KEY, str(count).encode())
+        except lmdb.Error as error:  # a full disk, a file size limit: "mdb_txn_commit: No space left on device"
+            raise ClipevalError(f"{shown}: cannot write the image store ({str(error).split(': ', 1)[-1]})") from None
         finally:
             env.close()
     return count

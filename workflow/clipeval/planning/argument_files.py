@@ -20,7 +20,6 @@ def argument_file(words: list[str], directory: Path = ARGUMENTS_DIR) -> str:
     text = json.dumps(words)
     path = directory / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if not path.is_file() or path.read_text() != text:
-        directory.mkdir(parents=True, exist_ok=True)
         with atomic_output(path) as temporary:
             Path(temporary).write_text(text)
     return str(path)

@@ -15,6 +15,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.digests import file_sha256, folder_files, listing_sha256
 
@@ -45,10 +46,17 @@ def _digest(files: dict[str, Path], tracked: Path, cache_dir: Path) -> str:
         known = cache.get(name)
         fresh[name] = known if isinstance(known, list) and known[:-1] == stamp else [*stamp, file_sha256(path)]
     if fresh != cache:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_output(cache_file) as temporary:
-            Path(temporary).write_text(json.dumps(fresh))
+        _write_cache(cache_file, fresh)
     return listing_sha256((name, entry[-1]) for name, entry in fresh.items())[:16]
+
+
+def _write_cache(cache_file: Path, cache: dict) -> None:
+    """Only a cache: on a full disk or a read-only folder the next run hashes again."""
+    try:
+        with atomic_output(cache_file) as temporary:
+            Path(temporary).write_text(json.dumps(cache))
+    except (OSError, ClipevalError):
+        pass
 
 
 def _read_cache(cache_file: Path) -> dict:
