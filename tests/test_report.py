@@ -246,3 +246,69 @@ def test_the_report_pages_show_markup_in_names_and_paths_as_text(tmp_path):
     entries = [(f"m{markup}", f"d{markup}", str(tmp_path / "m.json"))]
     for page in (results_page(f"e{markup}", entries), provenance_page(f"e{markup}", entries)):
         assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+
+
+# What users' captions and class names hold: markup, dollar pairs (valid and broken mathtext), right-to-left
+# text behind a direction mark, Chinese.
+SHOWN_TEXTS = [
+    "<b>bold</b> &amp; <img src=x>",
+    "$5 and $10",
+    r"a $\frac{1$ b",
+    "\u200f\u05e9\u05dc\u05d5\u05dd",
+    "一只猫坐在垫子上",
+]
+
+
+def drawn_texts(monkeypatch):
+    """Every text matplotlib draws from now on: (string, parsed as math?, through TeX?)."""
+    from matplotlib.text import Text
+
+    drawn, draw = [], Text.draw
+
+    def recording(self, renderer):
+        drawn.append((self.get_text(), self.get_parse_math(), self.get_usetex()))
+        return draw(self, renderer)
+
+    monkeypatch.setattr(Text, "draw", recording)
+    return drawn
+
+
+def test_every_figure_draws_captions_and_class_names_as_the_literal_text(tmp_path, monkeypatch):
+    """The galleries, the confusion figures and the per-class recall, given SHOWN_TEXTS as every caption,
+    class name and title: each string is drawn as written (no mathtext, no TeX), whole or wrapped at spaces."""
+    from PIL import Image
+
+    from clipeval.reporting.dataset_plots import plot_class_recall
+    from clipeval.reporting.failures import Failure
+    from clipeval.reporting.gallery_plots import (
+        plot_confused_pairs,
+        plot_confusion,
+        plot_image_to_text,
+        plot_text_to_image,
+    )
+
+    drawn = drawn_texts(monkeypatch)
+    names = SHOWN_TEXTS
+    captions = dict(enumerate(names))
+    image = Image.new("RGB", (8, 8))
+
+    def thumbnails(image_id):
+        return image
+
+    failures = [Failure(query_id=i, rank=3, positives=[i], retrieved=[4, 3], scores=[0.5, 0.25]) for i in range(2)]
+    title = f"m on d {names[1]}"
+    plot_text_to_image(title, failures, captions, thumbnails, tmp_path / "t2i.png")
+    plot_image_to_text(title, failures, captions, {0: [0, 1], 1: [2, 3, 4]}, thumbnails, tmp_path / "i2t.png")
+    confusion = np.arange(25).reshape(5, 5)
+    plot_confusion(title, confusion, names, tmp_path / "confusion.png")
+    plot_confused_pairs(
+        title, [(0, 1, 3), (2, 4, 1)], [[0, 1], [2]], names, np.full(5, 9), thumbnails, tmp_path / "p.png"
+    )
+    per_class = {"m": {name: {"recall": 0.5, "support": 4} for name in names}}
+    plot_class_recall(f"d {names[2]}", per_class, tmp_path / "recall.png")
+
+    assert all(not parse_math and not usetex for _, parse_math, usetex in drawn)
+    joined = " ".join(" ".join(text.split()) for text, _, _ in drawn)
+    for name in names:
+        assert " ".join(name.split()) in joined, name
+    assert title in joined
