@@ -525,3 +525,67 @@ def test_a_mutated_config_stops_snakemake_with_a_config_error_or_plans(data):
             config_error_line(result)  # its one line, and nothing else
     finally:
         shutil.rmtree(root)
+
+
+# File names as users' folders hold them: any character but "/" and NUL, dots alone, names of other folders.
+FILE_NAMES = st.one_of(
+    st.text(st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1, max_size=40),
+    st.sampled_from([".", "..", "../x.png", "-h", "--out", "$(touch X)", "a b.png", " ", "~", "*.png"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_any_image_file_name_gives_the_right_dataset_or_one_line_naming_it(data):
+    """An image's file name in a Karpathy split (and the file under it) may be anything a file system takes:
+    prepare reads that file, or refuses it in one line naming the annotations and the name, and writes
+    nothing."""
+    root = Path(tempfile.mkdtemp(prefix="fuzz-names-"))
+    try:
+        annotations, images = write_karpathy(root, num_images=3)
+        name = data.draw(FILE_NAMES)
+        document = json.loads(annotations.read_text())
+        original = images / document["images"][1]["filename"]
+        try:
+            target = images / name
+            if not target.exists() and target.parent == images:
+                original.rename(target)
+        except OSError:
+            return  # a name the file system refuses (too long): no user has such a file
+        document["images"][1]["filename"] = name
+        annotations.write_text(json.dumps(document))
+        status, _, err = run(
+            ["prepare", "karpathy", "--annotations", annotations, "--images", images, "--out", root / "out"]
+        )
+        if status == 0:
+            meta = json.loads((root / "out/meta.json").read_text())
+            assert meta["counts"]["images"] == 3
+        else:
+            assert status == 1 and err.count("\n") == 1 and err.startswith("clipeval: error: "), err
+            assert str(annotations) in err or str(images) in err, err
+            assert not (root / "out").exists()
+        assert not (root / "X").exists()
+    finally:
+        shutil.rmtree(root)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(limit=st.integers(min_value=0, max_value=400_000))
+def test_a_disk_that_fills_at_any_point_of_prepare_gives_the_dataset_or_one_line_and_nothing(limit):
+    """Fault injection: each write past `limit` bytes of a file fails as a full disk's would (RLIMIT_FSIZE)."""
+    from test_write_faults import run_with_file_size_limit
+
+    root = Path(tempfile.mkdtemp(prefix="fuzz-full-"))
+    try:
+        out = root / "shapes"
+        result = run_with_file_size_limit(limit, "prepare", "shapes", "--num-images", 60, "--seed", 3, "--out", out)
+        if result.returncode == 0:
+            complete = root / "complete"
+            assert run(["prepare", "shapes", "--num-images", 60, "--seed", 3, "--out", complete])[0] == 0
+            assert (out / "meta.json").read_bytes() == (complete / "meta.json").read_bytes()
+        else:
+            assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+            assert result.stderr.startswith(f"clipeval: error: {out}"), result.stderr
+            assert list(root.iterdir()) == []
+    finally:
+        shutil.rmtree(root)

@@ -78,27 +78,33 @@ def write_image_store(path, images: Iterable[tuple[int, bytes]], shown_as=None) 
     path = Path(path)
     shown = path if shown_as is None else shown_as
     with atomic_output(path) as temporary:
-        env = lmdb.open(str(temporary), map_size=_INITIAL_MAP_SIZE, subdir=True, lock=True)
         try:
-            count = 0
-            for image_id, raw in images:
-                key = str(image_id).encode()
-                value = base64.b64encode(raw)
-                while True:
-                    try:
-                        with env.begin(write=True) as txn:
-                            if not txn.put(key, value, overwrite=False):
-                                raise ClipevalError(f"{shown}: duplicate image_id {image_id}")
-                        break
-                    except lmdb.MapFullError:
-                        env.set_mapsize(env.info()["map_size"] * 2)
-                count += 1
-            with env.begin(write=True) as txn:
-                txn.put(COUNT_KEY, str(count).encode())
+            env = lmdb.open(str(temporary), map_size=_INITIAL_MAP_SIZE, subdir=True, lock=True)
+            try:
+                return _fill(env, images, shown)
+            finally:
+                env.close()
         except lmdb.Error as error:  # a full disk, a file size limit: "mdb_txn_commit: No space left on device"
-            raise ClipevalError(f"{shown}: cannot write the image store ({str(error).split(': ', 1)[-1]})") from None
-        finally:
-            env.close()
+            reason = str(error).rsplit(": ", 1)[-1]
+            raise ClipevalError(f"{shown}: cannot write the image store ({reason})") from None
+
+
+def _fill(env, images: Iterable[tuple[int, bytes]], shown) -> int:
+    count = 0
+    for image_id, raw in images:
+        key = str(image_id).encode()
+        value = base64.b64encode(raw)
+        while True:
+            try:
+                with env.begin(write=True) as txn:
+                    if not txn.put(key, value, overwrite=False):
+                        raise ClipevalError(f"{shown}: duplicate image_id {image_id}")
+                break
+            except lmdb.MapFullError:
+                env.set_mapsize(env.info()["map_size"] * 2)
+        count += 1
+    with env.begin(write=True) as txn:
+        txn.put(COUNT_KEY, str(count).encode())
     return count
 
 
