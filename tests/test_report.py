@@ -240,12 +240,16 @@ def test_figures_draw_dollar_signs_and_markup_in_names_as_text(tmp_path):
 
 
 def test_the_report_pages_show_markup_in_names_and_paths_as_text(tmp_path):
-    """Paths and names come from users' files and folders: every page writes them escaped."""
+    """Paths and names come from users' files and folders: every page writes them escaped, and text in any
+    script and direction as it is."""
     markup = '<img src=x onerror="alert(1)">'
-    (tmp_path / "m.json").write_text(json.dumps(classification_metrics({"dataset": {"images": f"data/{markup}/"}})))
-    entries = [(f"m{markup}", f"d{markup}", str(tmp_path / "m.json"))]
+    others = "$5 and $10 \u200f\u05e9\u05dc\u05d5\u05dd 一只猫"
+    config = {"dataset": {"images": f"data/{markup}/{others}/"}}
+    (tmp_path / "m.json").write_text(json.dumps(classification_metrics(config)))
+    entries = [(f"m{markup}{others}", f"d{markup}{others}", str(tmp_path / "m.json"))]
     for page in (results_page(f"e{markup}", entries), provenance_page(f"e{markup}", entries)):
         assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+        assert page.count(others) >= 2, page  # the model's and the dataset's names at least
 
 
 # What users' captions and class names hold: markup, dollar pairs (valid and broken mathtext), right-to-left
