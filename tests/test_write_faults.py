@@ -113,3 +113,22 @@ def test_a_cut_off_or_foreign_digest_cache_is_rehashed(tmp_path, content):
     [cache_file] = cache.iterdir()
     cache_file.write_text(content)
     assert folder_digest(tmp_path / "images", cache) == expected
+
+
+def test_ctrl_c_stops_a_command_with_one_line_and_no_output(tmp_path):
+    """What every job of a run gets when the user presses Ctrl-C: SIGINT, here in the middle of writing a
+    dataset. Its log shows one line, not the frames the command was in."""
+    import time
+
+    out = tmp_path / "shapes"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "clipeval", "prepare", "shapes", "--num-images", "50000", "--seed", "0", "--out", out],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)  # past Python's start, in the middle of making the images (the whole takes much longer)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr == "clipeval: prepare interrupted (Ctrl-C); it left no output\n"
+    assert list(tmp_path.iterdir()) == []

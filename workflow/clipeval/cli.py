@@ -68,8 +68,23 @@ def expand_argument_files(argv: list[str]) -> list[str]:
     return expanded
 
 
+# The exit status of a process that SIGINT (Ctrl-C) stopped, as shells report it.
+INTERRUPTED = 128 + 2
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C reaches every job of a run; each says so in one line instead of the frames it was in. Every
+        # output is written under a temporary name until complete (storage/atomic.py), so none is left.
+        command = next((word for word in argv if not word.startswith("-")), "clipeval")
+        print(f"clipeval: {command} interrupted (Ctrl-C); it left no output", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _run(argv: list[str]) -> int:
     try:
         argv = expand_argument_files(argv)
     except ClipevalError as error:
