@@ -3,13 +3,11 @@ each write past it as a full disk would), a folder where a file should be, a cac
 Each ends in one line naming the file, exit status 1, and nothing that looks finished."""
 
 import errno
-import json
 import resource
 import signal
 import subprocess
 import sys
 
-import pytest
 from conftest import run_cli
 from snakemake_runner import copy_workflow, snakemake
 
@@ -99,20 +97,6 @@ def test_planning_that_cannot_write_an_arguments_file_stops_with_one_line(tmp_pa
     assert output.rstrip().splitlines()[-1] == (
         "error: .snakemake/clipeval-arguments: not a folder, so nothing can be written into it"
     )
-
-
-@pytest.mark.parametrize("content", ["", '{"a": [1, 2', json.dumps({"1.png": "not an entry"})])
-def test_a_cut_off_or_foreign_digest_cache_is_rehashed(tmp_path, content):
-    from clipeval.planning.content_digests import folder_digest
-
-    (tmp_path / "images").mkdir()
-    (tmp_path / "images/1.png").write_bytes(b"one")
-    expected = folder_digest(tmp_path / "images", tmp_path / "fresh")
-    cache = tmp_path / "cache"
-    folder_digest(tmp_path / "images", cache)
-    [cache_file] = cache.iterdir()
-    cache_file.write_text(content)
-    assert folder_digest(tmp_path / "images", cache) == expected
 
 
 def test_ctrl_c_stops_a_command_with_one_line_and_no_output(tmp_path):
