@@ -71,12 +71,13 @@ def run_jobs(workdir, *args, env=None):
     return job_counts(result.stdout + result.stderr)
 
 
-def run_as_planned(workdir, contained, env=None):
+def run_as_planned(workdir, contained, env=None, added_at_run_time=None):
     """Plan, run and plan again: the plan holds each of the `contained` job sets, the run does
-    exactly the plan, and afterwards nothing is left to do. Returns the plan."""
+    exactly the plan (and the jobs a checkpoint adds once it has run, `added_at_run_time`), and
+    afterwards nothing is left to do. Returns the plan."""
     planned = planned_jobs(workdir, env=env)
     assert all(planned.get(rule, 0) >= count for jobs in contained for rule, count in jobs.items()), planned
-    assert run_jobs(workdir, env=env) == planned
+    assert run_jobs(workdir, env=env) == plus(planned, added_at_run_time or {})
     assert planned_jobs(workdir, env=env) == {}
     return planned
 

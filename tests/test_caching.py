@@ -49,7 +49,7 @@ def output_cache(small_experiment_run):
 def baseline(small_experiment_run):
     """The small experiment, run once for the session (tests/conftest.py); tests re-run copies of it."""
     assert small_experiment_run.ran == plus(
-        {"prepare_shapes": 2, "prepare_cnclip": 1, "train": 1, "describe_model": 1},
+        {"prepare_shapes": 2, "prepare_cnclip": 1, "train": 1, "describe_model": 1, "decode_pixels": 2},
         times(EVALUATE_ONE_PAIR, 2),
         FINISH,
     )
@@ -126,6 +126,8 @@ def config_change(change):
 
 
 REEXTRACT_BOTH = plus({"describe_model": 1}, times(EVALUATE_ONE_PAIR, 2), FINISH)
+# A dataset's images decoded for the one preprocessing of the experiment's model (and of a copy of it).
+PIXELS_ONE = {"decode_pixels": 1}
 
 MATRIX = {
     "nothing": (lambda workdir: None, {}),
@@ -167,10 +169,13 @@ MATRIX = {
                 val={"format": "shapes", "task": "retrieval", "num_images": 30, "seed": 7, "first_image_id": 300000}
             )
         ),
-        plus({"prepare_shapes": 1}, EVALUATE_ONE_PAIR, FINISH_ONE),
+        plus({"prepare_shapes": 1}, PIXELS_ONE, EVALUATE_ONE_PAIR, FINISH_ONE),
     ),
-    "dataset image content": (replace_one_image, plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
-    "dataset caption content": (edit_captions, plus({"prepare_cnclip": 1}, EVALUATE_ONE_PAIR, FINISH_ONE)),
+    "dataset image content": (
+        replace_one_image,
+        plus({"prepare_cnclip": 1}, PIXELS_ONE, EVALUATE_ONE_PAIR, FINISH_ONE),
+    ),
+    "dataset caption content": (edit_captions, plus({"prepare_cnclip": 1}, PIXELS_ONE, EVALUATE_ONE_PAIR, FINISH_ONE)),
     "model weights (training settings)": (
         config_change(lambda c: c["models"]["tiny"]["train"].update(seed=1)),
         plus({"train": 1}, REEXTRACT_BOTH),
@@ -182,7 +187,10 @@ MATRIX = {
     ),
     "speed knobs": (
         config_change(
-            lambda c: (c["extract"].update(batch_size=16, num_workers=2, device="cpu"), c["knn"].update(device="cpu"))
+            lambda c: (
+                c["extract"].update(batch_size=16, num_workers=2, device="cpu", pixels=False),
+                c["knn"].update(device="cpu"),
+            )
         ),
         {},
     ),
@@ -203,6 +211,8 @@ MATRIX = {
         {"plot_retrieval": 2, "retrieval_failures": 2, "all": 1},
     ),
     "touch without content change": (touch_without_change, {}),
+    # Extraction then decodes the images itself, to the same bits (tests/test_pixels.py).
+    "stored pixels deleted": (lambda w: [path.unlink() for path in (w / "results/pixels").rglob("pixels.npy")], {}),
 }
 
 VERSION_MATRIX = {
@@ -223,7 +233,7 @@ SKIPPED_AT_RUN_TIME = {"dataset image content": {"extract_text_features": 1}}
 # test_every_other_change_at_once_runs_as_planned_and_leaves_nothing_to_do:
 # one run instead of one per row (docs/DEVELOPMENT.md).
 RUN_ALONE = ("dataset image content", "dataset caption content")
-RUN_ELSEWHERE = ("new model", "new dataset", "new precomputed-features model")
+RUN_ELSEWHERE = ("new model", "new dataset", "new precomputed-features model", "model preprocessing")
 
 
 @pytest.mark.parametrize("row", list(MATRIX))
@@ -255,6 +265,22 @@ def test_library_upgrade_plans_the_stages_that_use_it(baseline, tmp_path, distri
     assert planned_jobs(workdir, env=env) == VERSION_MATRIX[distribution]
 
 
+def test_a_new_preprocessing_decodes_its_pixels_once_its_model_is_described(baseline, tmp_path):
+    """A dry run cannot know a model's new pixel recipe before describe_model (a checkpoint) has found it, so it
+    plans the re-extraction alone; the run adds the new recipe's pixel jobs, one per dataset, and leaves
+    nothing to do."""
+    change, planned = MATRIX["model preprocessing"]
+    workdir = copy_experiment(baseline, tmp_path / "experiment")
+    change(workdir)
+    assert planned_jobs(workdir) == planned
+    assert run_jobs(workdir) == plus(planned, times(PIXELS_ONE, 2))
+    assert planned_jobs(workdir) == {}
+    assert sorted(path.name for path in (workdir / "results/pixels/cn-test").iterdir()) == [
+        "64x64-shortest-bicubic-fill0",
+        "64x64-shortest-bilinear-fill0",
+    ]
+
+
 def test_every_other_change_at_once_runs_as_planned_and_leaves_nothing_to_do(baseline, tmp_path):
     """The matrix's changes that run nowhere else, and both library upgrades, in one experiment: the run
     does exactly what Snakemake planned, every row's jobs among it, and afterwards nothing is left to do,
@@ -264,7 +290,12 @@ def test_every_other_change_at_once_runs_as_planned_and_leaves_nothing_to_do(bas
     for row in together:
         MATRIX[row][0](workdir)
     run_as_planned(
-        workdir, [MATRIX[row][1] for row in together] + list(VERSION_MATRIX.values()), env=upgraded_libraries(workdir)
+        workdir,
+        [MATRIX[row][1] for row in together] + list(VERSION_MATRIX.values()),
+        env=upgraded_libraries(workdir),
+        # open_clip's upgrade re-runs the pixel jobs too, planned only once describe_model has run (it is a
+        # checkpoint: a dry run cannot see past it)
+        added_at_run_time=times(PIXELS_ONE, 2),
     )
 
 

@@ -127,6 +127,8 @@ def experiment(tmp_path_factory):
         "prepare_imagefolder": 1,
         "train": 1,
         "describe_model": 2,
+        # both models preprocess alike: one pixel job per dataset
+        "decode_pixels": 7,
         "extract_text_features": 5,
         "extract_image_shard": 8,
         "gather_image_features": 8,
@@ -157,14 +159,22 @@ def retrieval_jobs(models=1):
     }
 
 
+# A dataset's images decoded once for both models' preprocessing.
+PIXELS = {"decode_pixels": 1}
 CLASSIFICATION_JOBS = {
+    "decode_pixels": 1,
     "extract_image_shard": 1,
     "gather_image_features": 1,
     "encode_classes": 1,
     "score_classification": 1,
 }
 # Planned because classes.json is re-written, skipped when it comes out the same: the images changed, not the classes.
-CLASSIFICATION_JOBS_RUN = {"extract_image_shard": 1, "gather_image_features": 1, "score_classification": 1}
+CLASSIFICATION_JOBS_RUN = {
+    "decode_pixels": 1,
+    "extract_image_shard": 1,
+    "gather_image_features": 1,
+    "score_classification": 1,
+}
 FINISH = {"summary": 1, "all": 1, "report_tables": 1}
 
 
@@ -209,12 +219,14 @@ def flip_cifar_label(workdir):
 ROWS = {
     "karpathy annotations": (
         edit_file("sources/dataset_flickr30k.json", lambda raw: raw.replace(b'"raw": "a ', b'"raw": "one ', 1)),
-        plus({"prepare_karpathy": 1}, retrieval_jobs(2), {"compare_models": 1}, FINISH, report(1, 2, compared=1)),
+        plus(
+            {"prepare_karpathy": 1}, PIXELS, retrieval_jobs(2), {"compare_models": 1}, FINISH, report(1, 2, compared=1)
+        ),
         None,
     ),
     "coco annotations": (
         edit_file("sources/captions_val2017.json", lambda raw: raw.replace(b'"caption": "a ', b'"caption": "one ', 1)),
-        plus({"prepare_coco": 1}, retrieval_jobs(), FINISH, report(1, 1)),
+        plus({"prepare_coco": 1}, PIXELS, retrieval_jobs(), FINISH, report(1, 1)),
         None,
     ),
     "image folder file": (
@@ -312,6 +324,8 @@ def rule_of_log(path, config):
     if stage == "extract":
         if len(parts) == 3:  # extract/{model}/meta.log
             return "describe_model"
+        if len(parts) == 5:  # extract/{dataset}/pixels/{recipe}/{shard}.log
+            return "decode_pixels"
         return {"texts": "extract_text_features", "gather": "gather_image_features"}.get(
             path.stem, "extract_image_shard"
         )

@@ -11,7 +11,15 @@ import subprocess
 import pytest
 import yaml
 from conftest import REPO, run_cli
-from snakemake_runner import JOB_CORES, config_error_line, copy_workflow, planned_jobs, read_summary, snakemake
+from snakemake_runner import (
+    JOB_CORES,
+    config_error_line,
+    copy_workflow,
+    job_counts,
+    planned_jobs,
+    read_summary,
+    snakemake,
+)
 
 EXTRACTION = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1}
 # An experiment's report of one model on one retrieval dataset.
@@ -303,6 +311,8 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     assert planned_jobs(workdir) == {
         "prepare_cnclip": 1,
         "describe_model": 1,
+        # the new dataset's images, decoded once for both models: they preprocess alike
+        "decode_pixels": 1,
         "extract_text_features": 3,
         "extract_image_shard": 4,
         "gather_image_features": 4,
@@ -323,6 +333,7 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
 
     result = snakemake(workdir, "--cores", JOB_CORES)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert job_counts(result.stdout + result.stderr)["decode_pixels"] == 1
     assert planned_jobs(workdir) == {}
     rows = read_summary(workdir)
     datasets = ["shapes-test", "shapes-classes", "flickr-like"]

@@ -17,7 +17,8 @@ from clipeval.codegraph import CodeGraph
 from clipeval.config_errors import config_error, duplicate_key_error, oversized_error
 from clipeval.data.sources import FILE, FOLDER, format_names
 from clipeval.errors import ClipevalError
-from clipeval.features.sharding import shard_count
+from clipeval.features.pixels import RECIPE_PATTERN as PIXEL_RECIPE_PATTERN
+from clipeval.features.sharding import pixel_shards_read, shard_count
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.planning import fingerprints
 from clipeval.planning.argument_files import argument_file
@@ -45,8 +46,10 @@ shell.prefix(
 # Speed knobs change how fast a stage runs, never what it writes. They reach
 # rules as resources, which Snakemake does not compare between runs, so
 # changing one re-runs nothing. Anything else a stage reads must be a param.
+# `extract.pixels` only decides whether decoded pixels are kept on disk:
+# extraction makes the same bits from them as from the images.
 SPEED_KNOBS = {
-    "extract": ("batch_size", "num_workers", "device"),
+    "extract": ("batch_size", "num_workers", "device", "pixels"),
     "knn": ("device",),
 }
 
@@ -56,7 +59,14 @@ COMPUTE_THREADS = PORTABLE_THREADS
 
 
 def speed_knobs(section):
-    return {knob: config[section][knob] for knob in SPEED_KNOBS[section]}
+    return {knob: as_resource(config[section][knob]) for knob in SPEED_KNOBS[section]}
+
+
+def as_resource(setting):
+    """A resource is a number or a string: a switch becomes yes or no."""
+    if isinstance(setting, bool):
+        return "yes" if setting else "no"
+    return setting
 
 
 CODE_GRAPH = CodeGraph(PACKAGE_DIR)

@@ -3,9 +3,12 @@
 # each otherwise), each its own job, then gathered in id order. Extraction
 # jobs are marked for Snakemake's between-workflow cache (--cache).
 # Batch size, workers and device are speed knobs (see common.smk).
+# Each image is decoded, resized and cropped once per preprocessing recipe
+# (decode_pixels), for every model whose preprocessing makes the same pixels;
+# describe_model finds a model's recipe, so it is a checkpoint.
 
 
-rule describe_model:
+checkpoint describe_model:
     input:
         unpack(weights_input),
     output:
@@ -75,6 +78,32 @@ rule extract_text_features:
         " --numerics {params.numerics:q} --threads {threads:q} > {log:q} 2>&1"
 
 
+rule decode_pixels:
+    input:
+        meta=ARTIFACTS["dataset_meta"],
+    output:
+        shard=directory(ARTIFACTS["pixel_shard"]),
+    log:
+        "logs/extract/{dataset}/pixels/{recipe}/{shard}.log",
+    wildcard_constraints:
+        recipe=PIXEL_RECIPE_PATTERN,
+        shard=r"\d+",
+    conda:
+        ENV_FILE
+    threads: COMPUTE_THREADS
+    resources:
+        **speed_knobs("extract"),
+    params:
+        images=lambda wildcards: PLAN.artifact("dataset_images", dataset=wildcards.dataset),
+        shard_size=config["extract"]["shard_size"],
+        definition=definition,
+        code=code_fingerprint("decode-pixels"),
+    shell:
+        "python -m clipeval decode-pixels --images {params.images:q} --recipe {wildcards.recipe:q}"
+        " --shard-index {wildcards.shard:q} --shard-size {params.shard_size:q} --store {resources.pixels:q}"
+        " --num-workers {resources.num_workers:q} --output {output.shard:q} > {log:q} 2>&1"
+
+
 rule extract_image_shard:
     input:
         unpack(image_extract_inputs),
@@ -98,11 +127,12 @@ rule extract_image_shard:
         precision=lambda wildcards: PLAN.model_precision(wildcards.model),
         preprocess=preprocess_option,
         numerics=config["numerics"],
+        pixels=pixels_option,
         definition=definition,
         code=code_fingerprint("extract-features"),
     shell:
         "python -m clipeval extract-features --arch {params.arch:q} {params.pretrained:q} {params.preprocess:q}"
-        " --precision {params.precision:q} --images {params.images:q}"
+        " --precision {params.precision:q} --images {params.images:q} {params.pixels:q}"
         " --shard-index {wildcards.shard:q} --shard-size {params.shard_size:q} --image-output {output.shard:q}"
         " --batch-size {resources.batch_size:q} --num-workers {resources.num_workers:q}"
         " --device {resources.device:q} --numerics {params.numerics:q} --threads {threads:q} > {log:q} 2>&1"

@@ -47,12 +47,10 @@ def weights_input(wildcards):
     return {"weights": weights} if weights else {}
 
 
-def pretrained_option(wildcards, input):
+def pretrained_option(wildcards):
     """--pretrained WEIGHTS, none when the entry gives an empty one (a local-dir: or hf-hub: arch): `:q` would
     drop an empty word and leave --pretrained without its value."""
-    if "weights" in input.keys():
-        return ["--pretrained", input.weights]
-    pretrained = PLAN.model(wildcards.model)["pretrained"]
+    pretrained = PLAN.checkpoint_of(wildcards.model) or PLAN.model(wildcards.model).get("pretrained")
     return ["--pretrained", pretrained] if pretrained else []
 
 
@@ -110,8 +108,38 @@ def text_extract_inputs(wildcards):
     return {"texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset), **weights_input(wildcards)}
 
 
+def model_pixel_recipe(model):
+    """The pixel recipe describe-model found for a model's preprocessing, or None (its extraction decodes the
+    images itself); waits for the describe_model checkpoint."""
+    with open(checkpoints.describe_model.get(model=model).output.meta) as handle:
+        return json.load(handle)["pixels"]
+
+
+def pixel_shards(wildcards):
+    """The pixel shards an extraction shard reads: the same for every model of one recipe."""
+    recipe = model_pixel_recipe(wildcards.model)
+    if recipe is None:
+        return []
+    shard_size = config["extract"]["shard_size"]
+    count = prepared_image_count(wildcards.dataset) if shard_size else 0
+    return [
+        PLAN.artifact("pixel_shard", dataset=wildcards.dataset, recipe=recipe, shard=index)
+        for index in pixel_shards_read(int(wildcards.shard), shard_size, count)
+    ]
+
+
 def image_extract_inputs(wildcards):
-    return {"dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset), **weights_input(wildcards)}
+    return {
+        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
+        "pixels": pixel_shards(wildcards),
+        **weights_input(wildcards),
+    }
+
+
+def pixels_option(wildcards, input):
+    """--pixels SHARD…; none while the describe_model checkpoint has not yet said the model's recipe."""
+    pixels = getattr(input, "pixels", [])
+    return ["--pixels", *pixels] if pixels else []
 
 
 def precomputed_feature_files(wildcards):

@@ -5,7 +5,7 @@ from clipeval.models.numerics import add_options as add_numerics_options
 from clipeval.models.numerics import pin
 
 HELP = "write a model's identity for provenance"
-LIBRARIES = ("torch", "open_clip_torch")
+LIBRARIES = ("torch", "torchvision", "open_clip_torch")
 
 
 def add_arguments(parser):
@@ -18,11 +18,13 @@ def run(args):
     pin(args.numerics, args.threads)  # before anything imports torch
     from clipeval.models.build import check_arch, check_pretrained, weights_identity
     from clipeval.models.numerics import code_path
+    from clipeval.models.preprocessing import pixel_recipe
     from clipeval.reporting.provenance import library_versions
     from clipeval.storage.jsonl import parse_json_option, write_json
 
     check_arch(args.arch)
     check_pretrained(args.arch, args.pretrained)
+    preprocess = parse_json_option(args.preprocess, "--preprocess")
     write_json(
         args.output,
         {
@@ -30,7 +32,8 @@ def run(args):
             "pretrained": args.pretrained,
             "weights": weights_identity(args.arch, args.pretrained),
             "precision": args.precision,
-            "preprocess": parse_json_option(args.preprocess, "--preprocess"),
+            "preprocess": preprocess,
+            "pixels": pixel_recipe(args.arch, args.pretrained, preprocess),
             "numerics": {"profile": args.numerics, **code_path()},
             "versions": library_versions(),
         },

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from clipeval.commands._options import add_compute_options, add_model_options, count
+from clipeval.features.pixel_files import open_stored_pixels  # no torch: it must load after pin()
 from clipeval.models.numerics import add_options as add_numerics_options
 from clipeval.models.numerics import pin
 
@@ -16,6 +17,12 @@ def add_arguments(parser):
     parser.add_argument("--text-output", type=Path)
     parser.add_argument("--shard-size", type=count, default=0, help="images per shard; 0 (default): one shard")
     parser.add_argument("--shard-index", type=count, default=0)
+    parser.add_argument(
+        "--pixels",
+        type=Path,
+        nargs="+",
+        help="pixel shard folders (decode-pixels) holding this shard's images, read instead of decoding them",
+    )
     add_compute_options(parser, workers=True)
     add_numerics_options(parser)
 
@@ -47,10 +54,39 @@ def run(args):
     )
     speed = {"batch_size": args.batch_size, "device": device, "precision": args.precision}
     if store:
+        pixels = stored_pixels(args.pixels, model, transform, image_ids) if args.pixels else None
         batches = iter_image_features(
-            model, transform, store, image_ids, start=start, stop=stop, num_workers=args.num_workers, **speed
+            model,
+            transform,
+            store,
+            image_ids,
+            start=start,
+            stop=stop,
+            num_workers=args.num_workers,
+            pixels=pixels,
+            **speed,
         )
         write_feature_batches(args.image_output, "image_id", batches)
     if captions:
         batches = iter_text_features(model, tokenizer, captions.text_ids, captions.texts, **speed)
         write_feature_batches(args.text_output, "text_id", batches)
+
+
+def stored_pixels(folders, model, transform, image_ids):
+    """The stored pixels of these shard folders, checked against the model's own preprocessing; None when they
+    hold none (then the images are decoded here)."""
+    import open_clip
+
+    from clipeval.errors import ClipevalError
+    from clipeval.features.pixels import model_recipe
+
+    recipe = model_recipe(open_clip.get_model_preprocess_cfg(model), transform)
+    if recipe is None:
+        raise ClipevalError("--pixels given for a model whose preprocessing has no pixel recipe")
+    pixels = open_stored_pixels(folders, recipe, image_ids)
+    print(
+        f"images: {'pixels of ' + recipe + ' read from' if pixels else 'decoded here; no pixels stored in'}"
+        f" {', '.join(map(str, folders))}",
+        flush=True,
+    )
+    return pixels

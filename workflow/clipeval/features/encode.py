@@ -1,6 +1,7 @@
 """Encode images and captions with an open_clip model into L2-normalised features."""
 
 import contextlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -9,23 +10,11 @@ from tqdm import tqdm
 
 from clipeval.data.image_lmdb import ImageStore
 from clipeval.errors import ClipevalError
+from clipeval.features.image_loader import image_batches
+from clipeval.features.pixels import host_rows, model_input, split_transform
+from clipeval.features.sharding import FORWARD_BLOCK, block_span, forward_blocks
 
 PRECISIONS = ("fp32", "fp16", "bf16", "amp")
-
-
-class LmdbImages(torch.utils.data.Dataset):
-    """Images read by key from the LMDB store; each DataLoader worker opens its own handle."""
-
-    def __init__(self, store: ImageStore, image_ids: np.ndarray, transform):
-        self.store = store
-        self.image_ids = image_ids
-        self.transform = transform
-
-    def __len__(self):
-        return len(self.image_ids)
-
-    def __getitem__(self, index):
-        return self.transform(self.store.image(int(self.image_ids[index])))
 
 
 def prepare_model_for_precision(model, precision: str, device: str):
@@ -43,23 +32,6 @@ def prepare_model_for_precision(model, precision: str, device: str):
         amp_dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
         return model, torch.float32, lambda: torch.autocast(device_type=device_type, dtype=amp_dtype)
     return model, torch.float32, contextlib.nullcontext
-
-
-FORWARD_BLOCK = 64
-
-
-def forward_blocks(start: int, stop: int, total: int, block: int = FORWARD_BLOCK) -> range:
-    """Positions where the blocks covering [start, stop) begin.
-
-    The model always sees the same blocks: block b holds positions
-    [b·block, (b+1)·block) of the whole ordered item list, the last one
-    padded. Kernels round by the shape of their input and by a row's place
-    in it, so an item computed in the same block at the same place gives the
-    same bits however shards and loader batches fall (docs/REPRODUCIBILITY.md).
-    """
-    if not 0 <= start <= stop <= total:
-        raise ValueError(f"rows [{start}, {stop}) are not within {total} items")
-    return range(start // block * block, stop if stop > start else 0, block)
 
 
 def _padded(batch: torch.Tensor, size: int) -> torch.Tensor:
@@ -85,38 +57,112 @@ def _blocks_per_batch(batch_size: int) -> int:
     return max(1, -(-batch_size // FORWARD_BLOCK))
 
 
+def _decoded_blocks(store, image_ids, preprocess, *, batch_size, num_workers, device, dtype):
+    """Blocks of the model's input, each image decoded and preprocessed by `preprocess` in loader workers."""
+    batches = image_batches(
+        store,
+        image_ids,
+        preprocess,
+        batch_size=FORWARD_BLOCK * _blocks_per_batch(batch_size),
+        num_workers=num_workers,
+        device=device,
+    )
+    for batch in batches:
+        for block in batch.split(FORWARD_BLOCK):
+            yield block.to(device, dtype=dtype, non_blocking=True)
+
+
+def _stored_blocks(pixels, normalize, first, last, *, device, dtype):
+    """Blocks of the model's input made from stored pixels (features/pixels.py): the same bits. The next block
+    is read in a thread while the model computes this one."""
+    pin = torch.device(device).type == "cuda"
+    starts = list(range(first, last, FORWARD_BLOCK))
+
+    def read(position):
+        return host_rows(pixels.rows(position, min(position + FORWARD_BLOCK, last)), pin)
+
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        upcoming = reader.submit(read, starts[0]) if starts else None
+        for following in [*starts[1:], None]:
+            rows = upcoming.result()
+            upcoming = reader.submit(read, following) if following is not None else None
+            yield model_input(rows, normalize, device, dtype)
+
+
+def _unit_rows_on_host(model, blocks, device):
+    """(block length, float32 unit rows as numpy) per block. On a GPU each block's rows come back one block
+    late: the next block's kernels are queued before the host waits for this block's copy, so the GPU does
+    not idle between blocks."""
+    on_gpu = torch.device(device).type == "cuda"
+    pending = None
+    for block in blocks:
+        # All 64 rows are normalised, as a row's bits may depend on the shape it is computed in.
+        unit = F.normalize(model.encode_image(_padded(block, FORWARD_BLOCK)).float(), dim=-1)
+        copy = unit.to("cpu", non_blocking=on_gpu)
+        done = torch.cuda.Event() if on_gpu else None
+        if done is not None:
+            done.record()
+        if pending is not None:
+            yield _finished(*pending)
+        pending = (len(block), copy, done)
+    if pending is not None:
+        yield _finished(*pending)
+
+
+def _finished(length, copy, done):
+    if done is not None:
+        done.synchronize()
+    return length, copy.numpy()[:length]
+
+
 def iter_image_features(
-    model, preprocess, store: ImageStore, image_ids, *, start=0, stop=None, batch_size, num_workers, device, precision
+    model,
+    preprocess,
+    store: ImageStore,
+    image_ids,
+    *,
+    start=0,
+    stop=None,
+    batch_size,
+    num_workers,
+    device,
+    precision,
+    pixels=None,
 ):
     """Yield (ids, float32 unit rows) for image_ids[start:stop], in order.
 
     `image_ids` is the dataset's whole ascending id list, so that blocks line
     up the same way for every shard. Blocks that straddle [start, stop) are
-    computed whole and trimmed.
+    computed whole and trimmed. With `pixels` (StoredPixels of the model's
+    recipe) the images are not decoded again: only ToTensor's scaling and
+    `preprocess`'s Normalize are applied to them.
     """
     stop = len(image_ids) if stop is None else stop
-    blocks = forward_blocks(start, stop, len(image_ids))
-    first, last = blocks.start, min(len(image_ids), blocks.start + len(blocks) * FORWARD_BLOCK)
+    first, last = block_span(start, stop, len(image_ids))
     model, input_dtype, autocast = prepare_model_for_precision(model, precision, device)
-    loader = torch.utils.data.DataLoader(
-        LmdbImages(store, image_ids[first:last], preprocess),
-        batch_size=FORWARD_BLOCK * _blocks_per_batch(batch_size),
-        num_workers=num_workers,
-        shuffle=False,
-        pin_memory=torch.device(device).type == "cuda",
-    )
+    if pixels is None:
+        blocks = _decoded_blocks(
+            store,
+            image_ids[first:last],
+            preprocess,
+            batch_size=batch_size,
+            num_workers=num_workers,
+            device=device,
+            dtype=input_dtype,
+        )
+    else:
+        blocks = _stored_blocks(pixels, split_transform(preprocess)[1], first, last, device=device, dtype=input_dtype)
     position = first
     with torch.inference_mode(), autocast():
-        for batch in tqdm(loader, desc="images", unit="batch", mininterval=5):
-            for block in batch.split(FORWARD_BLOCK):
-                padded = _padded(block, FORWARD_BLOCK).to(device, dtype=input_dtype, non_blocking=True)
-                matrix = _normalised(model.encode_image(padded))[: len(block)]
-                keep = slice(max(start - position, 0), min(stop - position, len(block)))
-                ids = image_ids[position : position + len(block)][keep]
-                position += len(block)
-                if len(ids):
-                    _check_finite(matrix[keep], ids, "image_id", precision)
-                    yield ids, matrix[keep]
+        for length, matrix in _unit_rows_on_host(
+            model, tqdm(blocks, desc="images", unit="block", mininterval=5), device
+        ):
+            keep = slice(max(start - position, 0), min(stop - position, length))
+            ids = image_ids[position : position + length][keep]
+            position += length
+            if len(ids):
+                _check_finite(matrix[keep], ids, "image_id", precision)
+                yield ids, matrix[keep]
 
 
 def iter_text_features(model, tokenizer, text_ids: np.ndarray, texts: list[str], *, batch_size, device, precision):

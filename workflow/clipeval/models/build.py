@@ -22,7 +22,7 @@ from clipeval.storage.digests import file_sha256, folder_sha256
 MODEL_CONFIG_DIR = Path(str(files("clipeval.models") / "configs"))
 open_clip.add_model_config(MODEL_CONFIG_DIR)
 
-_PREPROCESS_ARGUMENTS = {
+PREPROCESS_ARGUMENTS = {
     "mean": "image_mean",
     "std": "image_std",
     "interpolation": "image_interpolation",
@@ -132,7 +132,7 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     interpolation, resize_mode.
     """
     preprocess = preprocess or {}
-    unknown = set(preprocess) - set(_PREPROCESS_ARGUMENTS)
+    unknown = set(preprocess) - set(PREPROCESS_ARGUMENTS)
     if unknown:
         raise ClipevalError(f"unknown preprocess option(s): {', '.join(sorted(unknown))}")
     check_arch(arch)
@@ -150,7 +150,7 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
                 device=device,
                 precision=precision,
                 require_pretrained=bool(pretrained),
-                **{_PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
+                **{PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
             )
     except (
         RuntimeError,

@@ -19,6 +19,8 @@ ARTIFACTS = {
     "dataset_meta": "results/datasets/{dataset}/meta.json",
     "checkpoint": "results/models/{model}/checkpoint.pt",
     "model_meta": "results/models/{model}/meta.json",
+    # A folder: the images of one extraction shard as one preprocessing recipe makes them (features/pixel_files.py).
+    "pixel_shard": "results/pixels/{dataset}/{recipe}/{shard}",
     "image_shard": "results/features/{model}/{dataset}/image-shards/{shard}.jsonl",
     "image_features": "results/features/{model}/{dataset}/images.jsonl",
     "text_features": "results/features/{model}/{dataset}/texts.jsonl",
