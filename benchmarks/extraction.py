@@ -6,8 +6,13 @@ same threads and numerics profile (portable, as the workflow runs by default;
 `--numerics native` where the CPU lacks the AVX2 portable needs). Against
 it, in images per second: decoding and preprocessing alone (one process),
 `iter_image_features` reading the LMDB store with 0 and 2 DataLoader
-workers (`--workers` picks others), and the whole `clipeval extract-features` process as the workflow's
-rule runs it (start, model build and feature files included).
+workers (`--workers` picks others) and reading the pixel stage's stored
+pixels, and the whole `clipeval extract-features` process as the workflow's
+rule runs it (start, model build and feature files included), from the
+images and from stored pixels. A second table times a sweep: `--sweep-models`
+models of one preprocessing (ten by default) extracting the same
+`--sweep-images` images one job after another, each decoding them itself,
+against `clipeval decode-pixels` once and every model reading its pixels.
 
 The images are JPEGs at COCO's usual size (640 × 480), smooth shapes with a
 little noise, so they take about as long to decode as photographs; the model
@@ -67,6 +72,12 @@ def main(argv=None):
         default="portable",
         help="portable (the workflow's default) needs an AVX2 CPU; native runs anywhere",
     )
+    parser.add_argument(
+        "--sweep-models", type=at_least(0), default=10, help="models of the sweep table; 0: no sweep table"
+    )
+    parser.add_argument(
+        "--sweep-images", type=at_least(1), default=64, help="images of the sweep (the first of the store's)"
+    )
     parser.add_argument("--device", default="cpu", help="cpu, or cuda / cuda:N")
     parser.add_argument("--precision", choices=PRECISIONS, default="fp32", help="fp16 needs a GPU")
     parser.add_argument(
@@ -88,10 +99,13 @@ def main(argv=None):
     from clipeval.models.numerics import pin
 
     threads = pin(args.numerics)  # before torch is imported, as extract-features does
+    import open_clip
     import torch
 
     from clipeval.data.image_lmdb import ImageStore, write_image_store
     from clipeval.features.encode import FORWARD_BLOCK, iter_image_features, prepare_model_for_precision
+    from clipeval.features.pixel_files import PIXELS, open_stored_pixels
+    from clipeval.features.pixels import model_recipe
     from clipeval.models.build import build_model, resolve_device
 
     device = resolve_device(args.device)  # a GPU torch does not see ends here, in one line
@@ -126,7 +140,25 @@ def main(argv=None):
 
         forward_only()  # warm up: first calls allocate and pick kernels
 
-        def extract(workers):
+        recipe = model_recipe(open_clip.get_model_preprocess_cfg(model), transform)
+        pixel_folder = Path(workdir) / "pixels"
+        decode_command = clipeval_command(
+            "decode-pixels",
+            "--images",
+            store_path,
+            "--recipe",
+            recipe,
+            "--num-workers",
+            max(args.workers),
+            "--output",
+            pixel_folder,
+        )
+        decode_seconds, _ = run_command(decode_command, repeats=1)
+        rates[f"decode-pixels, whole process, {max(args.workers)} loader workers"] = len(image_ids) / decode_seconds
+        stored = open_stored_pixels([pixel_folder], recipe, image_ids)
+        pixel_bytes = (pixel_folder / PIXELS).stat().st_size
+
+        def extract(workers, pixels=None):
             for _ in iter_image_features(
                 model,
                 transform,
@@ -136,6 +168,7 @@ def main(argv=None):
                 num_workers=workers,
                 device=device,
                 precision=args.precision,
+                pixels=pixels,
             ):
                 pass
             finished()
@@ -159,11 +192,14 @@ def main(argv=None):
             "--numerics",
             args.numerics,
         )
-        peaks = []
+        from_pixels_command = [*command, "--pixels", pixel_folder]
+        whole_from_images = f"extract-features, whole process, {max(args.workers)} loader workers"
+        whole_from_pixels = "extract-features, whole process, from stored pixels"
+        peak_of = {}
 
-        def whole_process():
+        def whole_process(what, command):
             seconds, peak = run_command(command, repeats=1)
-            peaks.append(peak)
+            peak_of[what] = max(peak_of.get(what, 0), peak)
             return len(image_ids) / seconds
 
         # The machine's speed varies between minutes (docs/BENCHMARKS.md): the rounds interleave every
@@ -179,16 +215,31 @@ def main(argv=None):
                     )
                     for workers in args.workers
                 ),
-                (f"extract-features, whole process, {max(args.workers)} loader workers", whole_process),
+                (
+                    "iter_image_features, from stored pixels",
+                    lambda: images_per_second(len(image_ids), lambda: extract(0, stored)),
+                ),
+                (whole_from_images, lambda: whole_process(whole_from_images, command)),
+                (whole_from_pixels, lambda: whole_process(whole_from_pixels, from_pixels_command)),
             ):
                 rounds.setdefault(what, []).append(measure())
-        peak = max(peaks)
         floor = max(rounds.pop("floor"))
         rates.update({what: max(values) for what, values in rounds.items()})
+        if args.sweep_models:
+            sweep_store = Path(workdir) / "sweep.lmdb"
+            write_image_store(sweep_store, enumerate(photo_like_jpegs(min(args.sweep_images, args.images))))
+
+            def on_sweep_store(words):
+                swapped = {str(store_path): sweep_store, str(pixel_folder): Path(workdir) / "sweep-pixels"}
+                return [swapped.get(str(word), word) for word in words]
+
+            sweep = sweep_seconds(
+                args.sweep_models, *map(on_sweep_store, (decode_command, command, from_pixels_command))
+            )
 
     rows = [["forward pass alone (floor)", f"{floor:.1f}", "1.00", ""]]
     for what, rate in rates.items():
-        peak_cell = f"{peak:,.0f}" if what.startswith("extract-features") else ""
+        peak_cell = f"{peak_of[what]:,.0f}" if what in peak_of else ""
         rows.append([what, f"{rate:.1f}", f"{rate / floor:.2f}", peak_cell])
     print_table(
         f"image extraction, {ARCH}, {len(image_ids)} JPEGs of {SIZE[0]} × {SIZE[1]}, {where},"
@@ -196,6 +247,35 @@ def main(argv=None):
         ["what", "images/s", "× floor", "peak MiB"],
         rows,
     )
+    print(
+        f"\nStored pixels of recipe {recipe}: {pixel_bytes / len(image_ids) * 1000 / 1e6:.1f} MB per 1,000 images.",
+        flush=True,
+    )
+    if args.sweep_models:
+        without, decode, reading = sweep
+        print_table(
+            f"a sweep: {args.sweep_models} models of one preprocessing extract the same"
+            f" {min(args.sweep_images, args.images)} images,"
+            f" {where}, {args.precision}, one job after another",
+            ["how", "wall s", "× each decoding"],
+            [
+                ["each model decodes the images itself", f"{without:.1f}", "1.00"],
+                [
+                    f"decode-pixels once ({decode:.1f} s), every model reads the pixels",
+                    f"{decode + reading:.1f}",
+                    f"{(decode + reading) / without:.2f}",
+                ],
+            ],
+        )
+
+
+def sweep_seconds(models, decode_command, command, from_pixels_command):
+    """(seconds of `models` extractions from the images, of one decode-pixels, of `models` extractions from
+    its pixels): whole processes, one after another, as the workflow's jobs on one machine."""
+    without = sum(run_command(command, repeats=1)[0] for _ in range(models))
+    decode = run_command(decode_command, repeats=1)[0]
+    reading = sum(run_command(from_pixels_command, repeats=1)[0] for _ in range(models))
+    return without, decode, reading
 
 
 if __name__ == "__main__":

@@ -45,9 +45,14 @@ class Tee(io.TextIOBase):
         self.terminal.flush()
 
 
+# Tables recorded on machines `make bench` does not run on (a lent GPU), each with its command and stack.
+RECORDED = Path(__file__).resolve().parent / "recorded"
+
+
 def write_page(tables: str) -> None:
+    recorded = "".join(f"\n{path.read_text(encoding='utf-8')}" for path in sorted(RECORDED.glob("*.md")))
     temporary = PAGE.with_name(f".{PAGE.name}.tmp")
-    temporary.write_text(HEADER + tables.lstrip(), encoding="utf-8")
+    temporary.write_text(HEADER + tables.lstrip() + recorded, encoding="utf-8")
     os.replace(temporary, PAGE)
 
 

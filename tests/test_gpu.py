@@ -144,3 +144,38 @@ def test_knn_writes_the_same_bytes_on_gpu_and_cpu(tiny_checkpoint, shapes_datase
             written[device, direction] = output.read_bytes()
     for direction in ("t2i", "i2t"):
         assert written["cuda", direction] == written["cpu", direction]
+
+
+@needs_cuda
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_stored_pixels_give_the_bits_of_decoding_on_cuda(tiny_checkpoint, shapes_dataset, tmp_path, precision):
+    """The pixel stage's uint8 images are scaled and normalised on the GPU: the same input bits as the CPU's
+    transform makes, hence the same features as extraction that decodes the images."""
+    images = shapes_dataset / "images.lmdb"
+    pixels = tmp_path / "pixels"
+    result = run_cli(
+        "decode-pixels", "--images", images, "--recipe", "64x64-shortest-bicubic-fill0", "--output", pixels
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    written = {}
+    for name, pixel_options in (("decoded", []), ("stored", ["--pixels", pixels])):
+        output = tmp_path / f"{name}.jsonl"
+        result = run_cli(
+            "extract-features",
+            "--arch",
+            "clipeval-tiny",
+            "--pretrained",
+            tiny_checkpoint,
+            "--images",
+            images,
+            "--image-output",
+            output,
+            "--device",
+            "cuda",
+            "--precision",
+            precision,
+            *pixel_options,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        written[name] = output.read_bytes()
+    assert written["stored"] == written["decoded"]
