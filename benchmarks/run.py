@@ -15,6 +15,7 @@ import feature_io
 import knn
 import knn_settings
 import scoring
+import shared_machine
 import sweep
 from measure import machine
 
@@ -65,5 +66,6 @@ if __name__ == "__main__":
     feature_io.main([])
     scoring.main([])
     sweep.main([])
+    shared_machine.main([])
     sys.stdout = tee.terminal
     write_page(tee.copy.getvalue())

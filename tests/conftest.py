@@ -13,8 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 # The suite runs two workers, each starting jobs that compute with two
 # threads, on as few as two cores. OpenMP threads that wait actively for the
 # rest of their team then spin on cores that the other worker's threads need;
-# scripts/measure_wait_policy.py shows the cost (docs/DEVELOPMENT.md). How
-# threads wait changes no result.
+# benchmarks/shared_machine.py shows the cost. Every job sets it too
+# (numerics.pin); the tests' own imports of torch need it here. How threads
+# wait changes no result.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Property tests draw the same examples on every machine and every run: a

@@ -33,6 +33,12 @@ PORTABLE_ENVIRONMENT = {
     "OMP_DYNAMIC": "FALSE",
 }
 PORTABLE_CAPABILITY = "AVX2"
+# How OpenMP threads wait for work, under either profile unless the caller
+# sets it: by sleeping. Spinning (OpenMP's default, for a while) takes the
+# cores that another job on a shared machine computes with, and slows both
+# far beyond their share (benchmarks/shared_machine.py). It decides when a
+# thread computes, never what.
+WAIT_POLICY = ("OMP_WAIT_POLICY", "PASSIVE")
 # Reductions split by thread count, so the portable profile computes with this
 # many threads whatever the machine or the scheduler offers.
 PORTABLE_THREADS = 2
@@ -61,6 +67,7 @@ def pin(profile: str, threads: int | None = None) -> int:
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown numerics profile {profile!r} (choose from {', '.join(PROFILES)})")
+    os.environ.setdefault(*WAIT_POLICY)
     if profile == "portable":
         _check_environment()
         if "torch" in sys.modules and any(os.environ.get(k) != v for k, v in PORTABLE_ENVIRONMENT.items()):
