@@ -12,7 +12,7 @@ $(error FAISS must be cpu or gpu, not '$(FAISS)')
 endif
 INSTALLED := $(BIN)/.installed-$(FAISS)
 
-.PHONY: run test test-fast lint clean readme bench experiments report
+.PHONY: run test test-fast lint clean readme bench experiments leaderboard report
 
 # The two FAISS builds install the same `faiss` package, so switching removes both first.
 $(INSTALLED): pyproject.toml constraints.txt
@@ -48,6 +48,10 @@ report: run
 # Every experiment run in this folder, each scored pair with its headline metric.
 experiments: $(INSTALLED)
 	$(BIN)/python -m clipeval list-experiments
+
+# Every scored (model, dataset) pair in results/ as one table of models × datasets.
+leaderboard: $(INSTALLED)
+	$(BIN)/python -m clipeval leaderboard
 
 # The benchmark suite (benchmarks/): one table per stage, ratios to a floor measured in the same run.
 bench: $(INSTALLED)

@@ -1,0 +1,43 @@
+"""clipeval leaderboard: every scored pair of a results folder as models × datasets."""
+
+import json
+
+from clipeval.cli import main
+
+
+def score_file(results, model, dataset, task, value, interval, bootstrap=1000):
+    metric = {"retrieval": "mean_recall", "classification": "top1"}[task]
+    config = {"metrics": {"bootstrap": bootstrap, "protocol": "full"}, "knn": {"top_k": 10}, "extract": {}}
+    path = results / "scores" / model / dataset / f"{task}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps({metric: value, "intervals": {metric: interval}, "task": task, "provenance": {"config": config}})
+    )
+    (path.parent / f"{task}-ranks.json").write_text("{}")  # beside every score file; not a score
+
+
+def test_every_pair_in_one_table_with_pairs_scored_otherwise_marked(tmp_path, capsys):
+    results = tmp_path / "results"
+    score_file(results, "vit-b", "flickr", "retrieval", 80.123, [79.5, 80.75])
+    score_file(results, "vit-b", "cifar10", "classification", 91.0, [90.0, 92.0])
+    score_file(results, "epoch-2", "flickr", "retrieval", 70.0, [69.0, 71.0])
+    score_file(results, "epoch-3", "flickr", "retrieval", 75.0, [74.0, 76.0], bootstrap=500)
+    assert main(["leaderboard", "--results", str(results), "--output", str(tmp_path / "board.md")]) == 0
+    expected = (
+        "| model | cifar10 (classification, top1) | flickr (retrieval, mean_recall) |\n"
+        "| --- | --- | --- |\n"
+        "| epoch-2 |  | 70.00 [69.00, 71.00] |\n"
+        "| epoch-3 |  | 75.00 [74.00, 76.00] (1) |\n"
+        "| vit-b | 91.00 [90.00, 92.00] | 80.12 [79.50, 80.75] |\n"
+        "\n"
+        "(1) epoch-3 on flickr: metrics.bootstrap: 500 (column: 1000)\n"
+    )
+    assert capsys.readouterr().out == expected
+    assert (tmp_path / "board.md").read_text() == expected
+
+
+def test_a_folder_without_scores_says_so(tmp_path, capsys):
+    assert main(["leaderboard", "--results", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == (
+        f"no scores in {tmp_path} (each scored pair is under {tmp_path}/scores/MODEL/DATASET/)\n"
+    )

@@ -1,0 +1,81 @@
+"""Every scored (model, dataset) pair of a results folder pivoted into one table: models × datasets.
+
+Each cell is the task's headline metric (metric_catalog.MAIN_METRIC) with its
+95% interval, read from the pair's score file, which every experiment that
+scores the pair shares. Within a dataset's column, the pairs scored under
+settings other than the column's most common ones are marked, and a note
+says how they differ: their numbers are not comparable with the others.
+"""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from clipeval.metric_catalog import MAIN_METRIC
+from clipeval.storage.jsonl import read_json
+
+# What a score depends on besides the model and the dataset.
+SETTINGS = ("metrics", "knn", "extract")
+
+
+def scored_pairs(results: Path) -> list[dict]:
+    """One entry per score file under results/scores/MODEL/DATASET/, in model and dataset order."""
+    pairs = []
+    for path in sorted(Path(results).glob("scores/*/*/*.json")):
+        if path.stem not in MAIN_METRIC:  # the ranks files beside the scores
+            continue
+        scores = read_json(path)
+        metric = MAIN_METRIC[path.stem]
+        config = scores.get("provenance", {}).get("config", {})
+        pairs.append(
+            {
+                "model": path.parent.parent.name,
+                "dataset": path.parent.name,
+                "task": path.stem,
+                "metric": metric,
+                "value": scores[metric],
+                "interval": scores.get("intervals", {}).get(metric),
+                "settings": {section: config.get(section) for section in SETTINGS},
+            }
+        )
+    return pairs
+
+
+def _differences(settings: dict, usual: dict, prefix="") -> list[str]:
+    found = []
+    for key in sorted(set(settings) | set(usual)):
+        ours, theirs = settings.get(key), usual.get(key)
+        if isinstance(ours, dict) and isinstance(theirs, dict):
+            found += _differences(ours, theirs, f"{prefix}{key}.")
+        elif ours != theirs:
+            found.append(f"{prefix}{key}: {json.dumps(ours)} (column: {json.dumps(theirs)})")
+    return found
+
+
+def pivot(pairs: list[dict]) -> dict:
+    """{"datasets": [(dataset, task, metric)], "models": [...], "cells": {(model, dataset): text}, "notes": [...]}"""
+    datasets = sorted({(p["dataset"], p["task"], p["metric"]) for p in pairs})
+    cells, notes = {}, []
+    for dataset, _, _ in datasets:
+        column = [p for p in pairs if p["dataset"] == dataset]
+        signature = [json.dumps(p["settings"], sort_keys=True) for p in column]
+        usual = json.loads(Counter(signature).most_common(1)[0][0])
+        for pair, key in zip(column, signature):
+            low_high = f" [{pair['interval'][0]:.2f}, {pair['interval'][1]:.2f}]" if pair["interval"] else ""
+            text = f"{pair['value']:.2f}{low_high}"
+            if key != json.dumps(usual, sort_keys=True):
+                notes.append(f"{pair['model']} on {dataset}: {'; '.join(_differences(pair['settings'], usual))}")
+                text += f" ({len(notes)})"
+            cells[pair["model"], dataset] = text
+    return {"datasets": datasets, "models": sorted({p["model"] for p in pairs}), "cells": cells, "notes": notes}
+
+
+def markdown(table: dict) -> str:
+    header = ["model", *(f"{dataset} ({task}, {metric})" for dataset, task, metric in table["datasets"])]
+    rows = [
+        [model, *(table["cells"].get((model, dataset), "") for dataset, _, _ in table["datasets"])]
+        for model in table["models"]
+    ]
+    lines = ["| " + " | ".join(row) + " |" for row in [header, ["---"] * len(header), *rows]]
+    lines += [""] + [f"({number}) {note}" for number, note in enumerate(table["notes"], 1)] if table["notes"] else []
+    return "\n".join(lines) + "\n"
