@@ -109,6 +109,11 @@ def run_cli(*args, cwd=None):
     )
 
 
+def extract_with_tiny(checkpoint, *options):
+    """`clipeval extract-features` of clipeval-tiny with these weights and options, as a user would run it."""
+    return run_cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, *options)
+
+
 @pytest.fixture(scope="session")
 def shapes_dataset(tmp_path_factory):
     """A small prepared shapes dataset: 40 images, 200 captions."""

@@ -8,7 +8,7 @@ install the stack these tests need and what they promise.
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli
+from conftest import extract_with_tiny, run_cli
 
 from clipeval.features.feature_files import read_features
 from clipeval.retrieval.topk import Searcher, top_k
@@ -59,28 +59,11 @@ def test_auto_searches_on_the_gpu():
 
 
 def extract(tiny_checkpoint, shapes_dataset, out, device, precision, num_workers=2):
-    result = run_cli(
-        "extract-features",
-        "--arch",
-        "clipeval-tiny",
-        "--pretrained",
+    result = extract_with_tiny(
         tiny_checkpoint,
-        "--images",
-        shapes_dataset / "images.lmdb",
-        "--texts",
-        shapes_dataset / "texts.jsonl",
-        "--image-output",
-        out / "images.jsonl",
-        "--text-output",
-        out / "texts.jsonl",
-        "--num-workers",
-        num_workers,
-        "--batch-size",
-        16,
-        "--device",
-        device,
-        "--precision",
-        precision,
+        *("--images", shapes_dataset / "images.lmdb", "--texts", shapes_dataset / "texts.jsonl"),
+        *("--image-output", out / "images.jsonl", "--text-output", out / "texts.jsonl"),
+        *("--num-workers", num_workers, "--batch-size", 16, "--device", device, "--precision", precision),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return {
@@ -160,20 +143,9 @@ def test_stored_pixels_give_the_bits_of_decoding_on_cuda(tiny_checkpoint, shapes
     written = {}
     for name, pixel_options in (("decoded", []), ("stored", ["--pixels", pixels])):
         output = tmp_path / f"{name}.jsonl"
-        result = run_cli(
-            "extract-features",
-            "--arch",
-            "clipeval-tiny",
-            "--pretrained",
+        result = extract_with_tiny(
             tiny_checkpoint,
-            "--images",
-            images,
-            "--image-output",
-            output,
-            "--device",
-            "cuda",
-            "--precision",
-            precision,
+            *("--images", images, "--image-output", output, "--device", "cuda", "--precision", precision),
             *pixel_options,
         )
         assert result.returncode == 0, result.stderr[-3000:]

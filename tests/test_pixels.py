@@ -4,7 +4,7 @@ import io
 
 import numpy as np
 import pytest
-from conftest import collected, run_cli
+from conftest import collected, extract_with_tiny
 from PIL import Image
 
 from clipeval.cli import main
@@ -103,21 +103,10 @@ def test_extract_features_reads_stored_pixels_and_decodes_where_none_are_stored(
     outputs = {}
     for name, folders in (("plain", None), ("stored", stored), ("unstored", unstored)):
         arguments = ["--pixels", *folders] if folders else []
-        result = run_cli(
-            "extract-features",
-            "--arch",
-            "clipeval-tiny",
-            "--pretrained",
+        result = extract_with_tiny(
             tiny_checkpoint,
-            "--images",
-            varied_store.path,
-            "--image-output",
-            tmp_path / f"{name}.jsonl",
-            "--num-workers",
-            0,
-            "--device",
-            "cpu",
-            *arguments,
+            *("--images", varied_store.path, "--image-output", tmp_path / f"{name}.jsonl"),
+            *("--num-workers", 0, "--device", "cpu", *arguments),
         )
         assert result.returncode == 0, result.stderr
         outputs[name] = (tmp_path / f"{name}.jsonl").read_bytes()
@@ -129,20 +118,10 @@ def test_extract_features_reads_stored_pixels_and_decodes_where_none_are_stored(
 
 def test_pixels_of_another_recipe_are_refused(tiny_checkpoint, varied_store, tmp_path):
     folders = decode_pixels(varied_store, "64x64-squash-bicubic-fill0", tmp_path)
-    result = run_cli(
-        "extract-features",
-        "--arch",
-        "clipeval-tiny",
-        "--pretrained",
+    result = extract_with_tiny(
         tiny_checkpoint,
-        "--images",
-        varied_store.path,
-        "--image-output",
-        tmp_path / "f.jsonl",
-        "--device",
-        "cpu",
-        "--pixels",
-        *folders,
+        *("--images", varied_store.path, "--image-output", tmp_path / "f.jsonl", "--device", "cpu"),
+        *("--pixels", *folders),
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
