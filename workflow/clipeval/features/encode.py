@@ -81,8 +81,10 @@ def _stored_blocks(pixels, normalize, first, last, *, device, dtype):
     def read(position):
         return host_rows(pixels.rows(position, min(position + FORWARD_BLOCK, last)), pin)
 
+    if not starts:
+        return
     with ThreadPoolExecutor(max_workers=1) as reader:
-        upcoming = reader.submit(read, starts[0]) if starts else None
+        upcoming = reader.submit(read, starts[0])
         for following in [*starts[1:], None]:
             rows = upcoming.result()
             upcoming = reader.submit(read, following) if following is not None else None
