@@ -34,8 +34,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-# Commands that pin the numerics profile and compute with torch.
-TORCH_COMMANDS = ("train", "extract-features", "describe-model", "encode-classes")
+# Commands that import torch: all but decode-pixels pin the numerics profile and compute with torch;
+# decode-pixels loads images with torch's DataLoader through open_clip's transforms, PIL computing, so the
+# profile the torch servers pinned changes nothing of what it writes.
+TORCH_COMMANDS = ("train", "extract-features", "describe-model", "encode-classes", "decode-pixels")
 
 PRELOADED = {
     "torch": ("numpy", "PIL.Image", "lmdb", "jsonlines", "tqdm", "torch", "torchvision", "open_clip"),
