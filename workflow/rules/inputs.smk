@@ -110,9 +110,10 @@ def text_extract_inputs(wildcards):
 
 def model_pixel_recipe(model):
     """The pixel recipe describe-model found for a model's preprocessing, or None (its extraction decodes the
-    images itself); waits for the describe_model checkpoint."""
+    images itself); waits for the describe_model checkpoint. A description written before the pixel stage
+    names none: its job re-runs (its code changed) and the recipe is read then."""
     with open(checkpoints.describe_model.get(model=model).output.meta) as handle:
-        return json.load(handle)["pixels"]
+        return json.load(handle).get("pixels")
 
 
 def pixel_shards(wildcards):
