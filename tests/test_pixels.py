@@ -149,6 +149,7 @@ def test_recipes_name_what_decides_the_pixels():
         "fill_color": 0,
     }
     assert recipe_key({**config, "fill_color": (1, 2, 3)}) is None
+    assert recipe_key({**config, "size": (3, 224, 224)}) is None
     assert recipe_key({**config, "resize_mode": "crop-to-fit"}) is None
     with pytest.raises(ClipevalError, match=r"^'224-squash' is not a pixel recipe"):
         recipe_of("224-squash")

@@ -26,11 +26,13 @@ def recipe_key(preprocess_cfg: dict) -> str | None:
     """The recipe of an open_clip preprocess config as a name, e.g. `224x224-shortest-bicubic-fill0`; None for
     a config whose pixels are not plain RGB of one size (no pixel stage for that model)."""
     size = preprocess_cfg.get("size")
-    height, width = (size, size) if isinstance(size, int) else tuple(size or ())
+    size = (size, size) if isinstance(size, int) else size
     fill = preprocess_cfg.get("fill_color", 0)
     if preprocess_cfg.get("mode", "RGB") != "RGB" or not isinstance(fill, int) or isinstance(fill, bool):
         return None
-    key = f"{height}x{width}-{preprocess_cfg.get('resize_mode')}-{preprocess_cfg.get('interpolation')}-fill{fill}"
+    if not isinstance(size, (tuple, list)) or len(size) != 2:
+        return None
+    key = f"{size[0]}x{size[1]}-{preprocess_cfg.get('resize_mode')}-{preprocess_cfg.get('interpolation')}-fill{fill}"
     return key if re.fullmatch(RECIPE_PATTERN, key) else None
 
 
