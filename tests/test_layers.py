@@ -18,7 +18,7 @@ LAYERS = (
     ("retrieval", "classification"),
     ("comparison",),
     ("reporting",),
-    ("experiments", "config_errors", "codegraph"),
+    ("experiments", "leaderboard", "config_errors", "codegraph"),
     ("commands", "cli", "__main__"),
     ("planning",),
 )

@@ -41,3 +41,11 @@ def test_a_folder_without_scores_says_so(tmp_path, capsys):
     assert capsys.readouterr().out == (
         f"no scores in {tmp_path} (each scored pair is under {tmp_path}/scores/MODEL/DATASET/)\n"
     )
+
+
+def test_a_score_file_without_its_metric_is_named(tmp_path, capsys):
+    path = tmp_path / "scores/vit-b/flickr/retrieval.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"task": "retrieval"}')
+    assert main(["leaderboard", "--results", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"clipeval: error: {path}: no mean_recall value, so not a clipeval score file\n"

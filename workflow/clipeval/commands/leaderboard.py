@@ -10,7 +10,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from clipeval.reporting.leaderboard import markdown, pivot, scored_pairs
+    from clipeval.leaderboard import markdown, pivot, scored_pairs
     from clipeval.storage.atomic import atomic_output
 
     pairs = scored_pairs(args.results)

@@ -1,6 +1,7 @@
 """A model's eval preprocessing, read without building it for real: open_clip's config and the pixel recipe."""
 
 import logging
+import sys
 
 import open_clip
 import torch
@@ -37,6 +38,10 @@ def pixel_recipe(arch: str, pretrained: str | None, preprocess=None) -> str | No
     """The pixel recipe of a model's eval preprocessing (features/pixels.py), None where it has none."""
     try:
         config = preprocess_config(arch, pretrained, preprocess)
-    except Exception:  # a model that cannot be built so is extracted without the pixel stage
+    except Exception as error:  # a model that cannot be built so is extracted without the pixel stage
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        print(
+            f"{arch}: preprocessing not read without weights ({detail}); extraction decodes its images", file=sys.stderr
+        )
         return None
     return model_recipe(config, image_transform_v2(PreprocessCfg(**config), is_train=False))

@@ -11,6 +11,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from clipeval.errors import ClipevalError
+from clipeval.experiments import differences
 from clipeval.metric_catalog import MAIN_METRIC
 from clipeval.storage.jsonl import read_json
 
@@ -26,6 +28,8 @@ def scored_pairs(results: Path) -> list[dict]:
             continue
         scores = read_json(path)
         metric = MAIN_METRIC[path.stem]
+        if not isinstance(scores.get(metric), (int, float)):
+            raise ClipevalError(f"{path}: no {metric} value, so not a clipeval score file")
         config = scores.get("provenance", {}).get("config", {})
         pairs.append(
             {
@@ -41,30 +45,22 @@ def scored_pairs(results: Path) -> list[dict]:
     return pairs
 
 
-def _differences(settings: dict, usual: dict, prefix="") -> list[str]:
-    found = []
-    for key in sorted(set(settings) | set(usual)):
-        ours, theirs = settings.get(key), usual.get(key)
-        if isinstance(ours, dict) and isinstance(theirs, dict):
-            found += _differences(ours, theirs, f"{prefix}{key}.")
-        elif ours != theirs:
-            found.append(f"{prefix}{key}: {json.dumps(ours)} (column: {json.dumps(theirs)})")
-    return found
-
-
 def pivot(pairs: list[dict]) -> dict:
     """{"datasets": [(dataset, task, metric)], "models": [...], "cells": {(model, dataset): text}, "notes": [...]}"""
     datasets = sorted({(p["dataset"], p["task"], p["metric"]) for p in pairs})
     cells, notes = {}, []
     for dataset, _, _ in datasets:
         column = [p for p in pairs if p["dataset"] == dataset]
-        signature = [json.dumps(p["settings"], sort_keys=True) for p in column]
-        usual = json.loads(Counter(signature).most_common(1)[0][0])
-        for pair, key in zip(column, signature):
+        signatures = [json.dumps(p["settings"], sort_keys=True) for p in column]
+        usual_signature = Counter(signatures).most_common(1)[0][0]
+        usual = json.loads(usual_signature)
+        for pair, signature in zip(column, signatures):
             low_high = f" [{pair['interval'][0]:.2f}, {pair['interval'][1]:.2f}]" if pair["interval"] else ""
             text = f"{pair['value']:.2f}{low_high}"
-            if key != json.dumps(usual, sort_keys=True):
-                notes.append(f"{pair['model']} on {dataset}: {'; '.join(_differences(pair['settings'], usual))}")
+            if signature != usual_signature:
+                changed = differences(pair["settings"], usual)
+                shown = "; ".join(f"{name}: {ours} (column: {theirs})" for name, ours, theirs in changed)
+                notes.append(f"{pair['model']} on {dataset}: {shown}")
                 text += f" ({len(notes)})"
             cells[pair["model"], dataset] = text
     return {"datasets": datasets, "models": sorted({p["model"] for p in pairs}), "cells": cells, "notes": notes}
