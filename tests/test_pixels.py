@@ -161,3 +161,21 @@ def test_an_extraction_shard_reads_the_pixel_shards_its_blocks_reach():
     assert list(pixel_shards_read(1, 50, 1000)) == [0, 1, 2]  # positions [50, 100): blocks [0, 128)
     assert list(pixel_shards_read(2, 50, 1000)) == [1, 2, 3]  # [100, 150): blocks [64, 192)
     assert list(pixel_shards_read(19, 50, 1000)) == [17, 18, 19]  # [950, 1000): blocks [896, 1000)
+
+
+@pytest.mark.parametrize("lag", [0, 1, 3, 10])
+def test_lagged_hands_each_item_on_in_order_once_lag_more_are_made(lag):
+    from clipeval.features.encode import _lagged
+
+    made = []
+
+    def items():
+        for item in range(6):
+            made.append(item)
+            yield item
+
+    handed_on = []
+    for item in _lagged(items(), lag):
+        assert made[-1] == min(item + lag, 5)
+        handed_on.append(item)
+    assert handed_on == made == list(range(6))

@@ -1,6 +1,7 @@
 """Encode images and captions with an open_clip model into L2-normalised features."""
 
 import contextlib
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -15,6 +16,10 @@ from clipeval.features.pixels import host_rows, model_input, split_transform
 from clipeval.features.sharding import FORWARD_BLOCK, block_span, forward_blocks
 
 PRECISIONS = ("fp32", "fp16", "bf16", "amp")
+# Blocks of stored pixels read ahead of the model, and blocks a GPU may still be computing when the host asks
+# for a block's rows: enough that neither the reading nor the host's kernel launches leave the GPU waiting.
+READ_AHEAD = 2
+IN_FLIGHT = 3
 
 
 def prepare_model_for_precision(model, precision: str, device: str):
@@ -72,42 +77,48 @@ def _decoded_blocks(store, image_ids, preprocess, *, batch_size, num_workers, de
             yield block.to(device, dtype=dtype, non_blocking=True)
 
 
+def _lagged(items, lag: int):
+    """`items` in order, each handed on only once `lag` more have been made (or the items have run out): what
+    making an item starts (a read, GPU kernels) runs on while the consumer deals with earlier ones."""
+    waiting = deque()
+    for item in items:
+        waiting.append(item)
+        if len(waiting) > lag:
+            yield waiting.popleft()
+    yield from waiting
+
+
 def _stored_blocks(pixels, normalize, first, last, *, device, dtype):
-    """Blocks of the model's input made from stored pixels (features/pixels.py): the same bits. The next block
-    is read in a thread while the model computes this one."""
+    """Blocks of the model's input made from stored pixels (features/pixels.py): the same bits. The next
+    blocks are read in a thread while the model computes this one."""
     pin = torch.device(device).type == "cuda"
-    starts = list(range(first, last, FORWARD_BLOCK))
 
     def read(position):
         return host_rows(pixels.rows(position, min(position + FORWARD_BLOCK, last)), pin)
 
-    if not starts:
-        return
     with ThreadPoolExecutor(max_workers=1) as reader:
-        upcoming = reader.submit(read, starts[0])
-        for following in [*starts[1:], None]:
-            rows = upcoming.result()
-            upcoming = reader.submit(read, following) if following is not None else None
-            yield model_input(rows, normalize, device, dtype)
+        reads = (reader.submit(read, position) for position in range(first, last, FORWARD_BLOCK))
+        for rows in _lagged(reads, READ_AHEAD):
+            yield model_input(rows.result(), normalize, device, dtype)
 
 
 def _unit_rows_on_host(model, blocks, device):
-    """(block length, float32 unit rows as numpy) per block. On a GPU each block's rows come back one block
-    late: the next block's kernels are queued before the host waits for this block's copy, so the GPU does
-    not idle between blocks."""
+    """(block length, float32 unit rows as numpy) per block. On a GPU each block's rows come back IN_FLIGHT
+    blocks late: the following blocks' kernels are queued before the host waits for this block's copy, so
+    the GPU does not idle while the host prepares the next input or launches the next kernels."""
     on_gpu = torch.device(device).type == "cuda"
-    pending = None
-    for block in blocks:
-        # All 64 rows are normalised, as a row's bits may depend on the shape it is computed in.
-        unit = F.normalize(model.encode_image(_padded(block, FORWARD_BLOCK)).float(), dim=-1)
-        copy = unit.to("cpu", non_blocking=on_gpu)
-        done = torch.cuda.Event() if on_gpu else None
-        if done is not None:
-            done.record()
-        if pending is not None:
-            yield _finished(*pending)
-        pending = (len(block), copy, done)
-    if pending is not None:
+
+    def queued():
+        for block in blocks:
+            # All 64 rows are normalised, as a row's bits may depend on the shape it is computed in.
+            unit = F.normalize(model.encode_image(_padded(block, FORWARD_BLOCK)).float(), dim=-1)
+            copy = unit.to("cpu", non_blocking=on_gpu)
+            done = torch.cuda.Event() if on_gpu else None
+            if done is not None:
+                done.record()
+            yield len(block), copy, done
+
+    for pending in _lagged(queued(), IN_FLIGHT if on_gpu else 0):
         yield _finished(*pending)
 
 
