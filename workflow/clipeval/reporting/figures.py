@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
+from clipeval.reporting.fonts import font_families  # noqa: E402
 from clipeval.storage.atomic import atomic_output  # noqa: E402
 
 STYLE = {
@@ -24,6 +25,7 @@ STYLE = {
     "axes.spines.right": False,
     # Captions and class names are data: "$5 and $10" is drawn as written, never read as math.
     "text.parse_math": False,
+    "font.family": font_families(),
 }
 plt.rcParams.update(STYLE)
 # Colour-blind-safe and distinct in print (matplotlib's tab10).
