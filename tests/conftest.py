@@ -42,6 +42,7 @@ LONGEST_FIRST = (
     "test_rerun_formats.py",
     "test_slurm.py",
     "test_caching.py",
+    "test_examples.py",
     "test_fuzz_readers.py",
     "test_cli.py",
     "test_runtime_dependencies.py",

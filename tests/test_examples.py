@@ -34,9 +34,12 @@ def test_example_validates_and_names_known_weights(path):
     config = yaml.safe_load(path.read_text())
     assert config_error(config, yaml.safe_load((REPO / "config/schema.yaml").read_text()), format_names()) is None
     known = set(open_clip.list_pretrained())
+    header = " ".join(line.lstrip("# ") for line in path.read_text().splitlines() if line.startswith("#"))
     for name, model in config["models"].items():
         if "pretrained" in model and not is_checkpoint_path(model["pretrained"]):
             assert (model["arch"], model["pretrained"]) in known, name
+            # What cannot run offline before its first download says so, and what it downloads.
+            assert "Needs the network on its first run" in header and f"{model['arch']} {model['pretrained']}" in header
     assert path.read_text().startswith("# "), "each example says where its files come from"
     assert f"# Run: make run CONFIG=config/examples/{path.name}\n" in path.read_text()
 
@@ -124,6 +127,19 @@ def test_an_example_replaces_the_default_experiment(tmp_path, example, jobs):
     assert planned_jobs(workdir, "--configfile", config_file) == jobs
 
 
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_plans_a_score_for_each_model_and_dataset(tmp_path, path):
+    """Up to the downloads the examples need the network for: with their files in place, each plans."""
+    from snakemake_runner import copy_workflow, planned_jobs
+
+    workdir = copy_workflow(tmp_path / "experiment")
+    config = yaml.safe_load(path.read_text())
+    create_named_inputs(workdir, config)
+    planned = planned_jobs(workdir, "--configfile", f"config/examples/{path.name}")
+    scored = planned.get("score_retrieval", 0) + planned.get("score_classification", 0)
+    assert scored == len(config["models"]) * len(config["datasets"]) and planned["all"] == 1
+
+
 def test_the_examples_and_the_default_experiment_can_share_one_results_folder():
     """A dataset or model name that two of them define otherwise would stop the second run (README)."""
     import itertools
@@ -144,3 +160,67 @@ def test_the_examples_and_the_default_experiment_can_share_one_results_folder():
                 if a.get(section) != b.get(section)
             ]
     assert clashes == []
+
+
+def write_muge_layout(folder, num_images=24):
+    """MUGE's validation files as Chinese-CLIP releases them (valid_imgs.tsv of base64 images and
+    valid_texts.jsonl), with Chinese captions; the images are shapes."""
+    import base64
+    import json
+
+    from clipeval.data.sources.shapes import generate_shapes
+
+    images, _, _ = generate_shapes(num_images, 3, 1000)
+    folder.mkdir(parents=True)
+    (folder / "valid_imgs.tsv").write_text("".join(f"{i}\t{base64.b64encode(raw).decode()}\n" for i, raw in images))
+    phrases = ["红色的连衣裙", "白色运动鞋", "男女款黑色", "一只猫坐在垫子上"]
+    captions = {7000 + n: f"{phrases[n % len(phrases)]}{n}" for n in range(num_images)}
+    (folder / "valid_texts.jsonl").write_text(
+        "".join(
+            json.dumps({"text_id": text_id, "text": text, "image_ids": [int(images[n][0])]}, ensure_ascii=False)
+            + "\n"
+            for n, (text_id, text) in enumerate(captions.items())
+        )
+    )
+    return captions
+
+
+def test_the_multilingual_example_runs_offline_once_its_downloads_are_in_the_hub_cache(tmp_path, monkeypatch):
+    """config/examples/muge.yaml, as a user runs it after open_clip's first download: xlm-roberta-base's
+    tokenizer (transformers) reads the Chinese captions, the weights of the pretrained tag load from the
+    cache, and every stage runs with the hub offline. Stand-ins of the real layouts (tests/hub_standins.py)."""
+    import huggingface_hub.constants
+    import numpy as np
+    import torch
+    from hub_standins import write_tagged_weights, write_xlm_roberta_base
+    from snakemake_runner import copy_workflow, planned_jobs, read_summary, run_jobs
+
+    from clipeval.features.feature_files import read_features
+
+    hub = tmp_path / "hub"
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    config = yaml.safe_load((REPO / "config/examples/muge.yaml").read_text())
+    (model,) = config["models"].values()
+    write_xlm_roberta_base(hub)
+    write_tagged_weights(hub, model["arch"], model["pretrained"])
+    workdir = copy_workflow(tmp_path / "experiment")
+    captions = write_muge_layout(workdir / "data/MUGE")
+    env = {"HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
+    arguments = ("--configfile", "config/examples/muge.yaml")
+
+    planned = planned_jobs(workdir, *arguments, env=env)
+    assert run_jobs(workdir, *arguments, env=env) == {**planned, "decode_pixels": 1}
+    assert planned_jobs(workdir, *arguments, env=env) == {}
+    (row,) = read_summary(workdir, "muge")
+    assert (row["model"], row["dataset"], row["images"], row["texts"]) == ("xlm-roberta-b-32", "muge", "24", "24")
+
+    # The captions' features are open_clip's own encoding of them with the cached tokenizer and weights.
+    reference, _, _ = open_clip.create_model_and_transforms(model["arch"], pretrained=model["pretrained"])
+    tokens = open_clip.get_tokenizer(model["arch"])(list(captions.values()))
+    assert (tokens == 3).sum() == 0, "every character is one the stand-in tokenizer knows"
+    with torch.inference_mode():
+        expected = torch.nn.functional.normalize(reference.eval().encode_text(tokens), dim=-1).numpy()
+    ids, features = read_features(workdir / "results/features/xlm-roberta-b-32/muge/texts.jsonl", "text_id")
+    assert ids.tolist() == list(captions)
+    np.testing.assert_allclose(features, expected, atol=1e-5)

@@ -213,3 +213,30 @@ def test_a_cuda_device_that_torch_does_not_see_is_a_clear_error():
     assert str(error.value) == "device 'cuda:x': expected auto, cpu, cuda or cuda:N"
     assert resolve_device("cpu") == "cpu"
     assert resolve_device("auto") == ("cuda" if count else "cpu")
+
+
+def test_weights_neither_cached_nor_downloadable_are_one_error_said_once(tmp_path, monkeypatch, caplog):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ClipevalError) as error:
+        build_model("ViT-B-32", "laion2b_s34b_b79k")
+    assert str(error.value).startswith(
+        "cannot build model 'ViT-B-32' with pretrained 'laion2b_s34b_b79k': Failed to download weights for tag"
+        " 'laion2b_s34b_b79k': Failed to download file (open_clip_pytorch_model.bin) for laion/"
+    )
+    assert not [record for record in caplog.records if "Failed to download" in record.getMessage()]
+
+
+def test_a_text_tower_config_not_in_the_hub_cache_is_one_error(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ClipevalError) as error:
+        build_model("xlm-roberta-base-ViT-B-32", None)
+    assert str(error.value).startswith(
+        f"cannot build model 'xlm-roberta-base-ViT-B-32' with pretrained None: a file it needs is not in the"
+        f" Hugging Face cache ({tmp_path}) and could not be downloaded: "
+    )

@@ -5,6 +5,7 @@ Importing this module registers the model configs shipped with clipeval
 """
 
 import contextlib
+import logging
 import zipfile
 from importlib.resources import files
 from pathlib import Path
@@ -125,6 +126,23 @@ def _random_init_skipped():
             setattr(torch.nn.init, name, initialiser)
 
 
+class _DownloadFailureLeftToTheError(logging.Filter):
+    """open_clip logs a failed download at ERROR, then raises with the same text: the error says it once."""
+
+    def filter(self, record):
+        return not record.getMessage().startswith("Failed to download")
+
+
+@contextlib.contextmanager
+def _download_failures_said_once():
+    root, quiet = logging.getLogger(), _DownloadFailureLeftToTheError()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+
+
 def build_model(arch: str, pretrained: str | None, device: str = "cpu", precision: str = "fp32", preprocess=None):
     """Return (model in eval mode, eval preprocess, tokenizer).
 
@@ -143,7 +161,7 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     # big_vision weights are copied in tensor by tensor, not by a strict load
     loads_every_weight = bool(pretrained) and not pretrained.endswith(BIG_VISION_SUFFIX)
     try:
-        with _random_init_skipped() if loads_every_weight else contextlib.nullcontext():
+        with _random_init_skipped() if loads_every_weight else contextlib.nullcontext(), _download_failures_said_once():
             model, _, transform = open_clip.create_model_and_transforms(
                 arch,
                 pretrained=pretrained or None,
@@ -152,6 +170,14 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
                 require_pretrained=bool(pretrained),
                 **{PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
             )
+    except OSError as error:  # a download that failed, or a file the Hugging Face cache does not hold
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ClipevalError(
+            f"cannot build model {arch!r} with pretrained {pretrained!r}: a file it needs is not in the Hugging"
+            f" Face cache ({HF_HUB_CACHE}) and could not be downloaded: {detail}"
+        ) from None
     except (
         RuntimeError,
         AssertionError,
