@@ -177,8 +177,7 @@ def write_muge_layout(folder, num_images=24):
     captions = {7000 + n: f"{phrases[n % len(phrases)]}{n}" for n in range(num_images)}
     (folder / "valid_texts.jsonl").write_text(
         "".join(
-            json.dumps({"text_id": text_id, "text": text, "image_ids": [int(images[n][0])]}, ensure_ascii=False)
-            + "\n"
+            json.dumps({"text_id": text_id, "text": text, "image_ids": [int(images[n][0])]}, ensure_ascii=False) + "\n"
             for n, (text_id, text) in enumerate(captions.items())
         )
     )
