@@ -373,7 +373,7 @@ def run_until(workdir, condition, timeout=300):
 
     env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "1"],
+        [sys.executable, "-m", "snakemake", "--cores", "2"],
         cwd=workdir,
         env=env,
         stdout=subprocess.DEVNULL,

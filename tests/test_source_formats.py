@@ -7,7 +7,7 @@ import pytest
 import yaml
 from conftest import REPO, run_cli
 from PIL import Image
-from snakemake_runner import copy_workflow, edit_config, planned_jobs, snakemake
+from snakemake_runner import JOB_CORES, copy_workflow, edit_config, planned_jobs, snakemake
 
 from clipeval.data.sources import CAPTIONS, CLASSES, format_names, source_format
 
@@ -128,7 +128,7 @@ def test_a_new_format_is_one_module_and_one_schema_entry(tmp_path):
         ),
     )
 
-    result = snakemake(workdir, "--cores", "1", "results/datasets/mine/meta.json")
+    result = snakemake(workdir, "--cores", JOB_CORES, "results/datasets/mine/meta.json")
     assert result.returncode == 0, result.stderr[-3000:]
     meta = json.loads((workdir / "results/datasets/mine/meta.json").read_text())
     assert meta["counts"] == {"images": 2, "texts": 2, "images_without_caption": 0}

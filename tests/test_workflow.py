@@ -15,6 +15,7 @@ from snakemake_runner import (
     JOB_CORES,
     config_error_line,
     copy_workflow,
+    edit_config,
     job_counts,
     planned_jobs,
     read_summary,
@@ -215,9 +216,22 @@ def test_the_report_opens_in_a_real_browser(default_run):
     assert screenshot.stat().st_size > 10_000
 
 
+def test_a_local_run_with_fewer_cores_than_portable_numerics_threads_is_refused_before_it_plans(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    result = snakemake(workdir, "--cores", "1")
+    assert config_error_line(result) == (
+        "config error: numerics: portable computes each torch job with 2 threads (its numbers depend on the"
+        " count), and --cores 1 grants 1: run Snakemake with --cores 2 or more, or set numerics: native (then"
+        " numbers depend on the machine and the thread count)"
+    )
+    assert not (workdir / "results").exists()
+    edit_config(workdir, lambda config: config.update(numerics="native"))
+    assert planned_jobs(workdir, "--cores", "1")["all"] == 1
+
+
 def test_a_finished_run_has_nothing_to_do(default_run):
     assert planned_jobs(default_run) == {}
-    result = snakemake(default_run, "--cores", "1")
+    result = snakemake(default_run, "--cores", JOB_CORES)
     assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr
 
 
@@ -412,7 +426,7 @@ def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(def
     # summary and the report are its own.
     assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {"summary": 1, "all": 1, **REPORT}
     assert not (workdir / "results/experiments/second").exists(), "a dry run claimed the experiment's names"
-    result = snakemake(workdir, "--cores", "1", "--configfile", "config/second.yaml")
+    result = snakemake(workdir, "--cores", JOB_CORES, "--configfile", "config/second.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     [second_row], default_row = read_summary(workdir, "second"), read_summary(workdir)[0]
     assert second_row.items() <= default_row.items()  # its table has no classification columns
@@ -435,7 +449,7 @@ def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(def
     # Another definition under a shared name would overwrite the default experiment's model and scores.
     second["models"]["tiny-shapes"]["train"]["epochs"] = 3
     (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
-    result = snakemake(workdir, "--cores", "1", "--configfile", "config/second.yaml")
+    result = snakemake(workdir, "--cores", JOB_CORES, "--configfile", "config/second.yaml")
     assert config_error_line(result) == (
         "config error: models.tiny-shapes: experiment 'default' (results/experiments/default/experiment.json)"
         " defines it otherwise (train.epochs: 3 here, 12 there); both would write its results: rename it in"
@@ -457,7 +471,7 @@ def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(def
 
     # Another config file under a name already taken would overwrite that experiment's summary.
     (workdir / "config/copy.yaml").write_text(yaml.safe_dump({**second, "experiment": "second"}, sort_keys=False))
-    result = snakemake(workdir, "--cores", "1", "--configfile", "config/copy.yaml")
+    result = snakemake(workdir, "--cores", JOB_CORES, "--configfile", "config/copy.yaml")
     assert config_error_line(result) == (
         "config error: experiment: 'second' is the experiment of config/second.yaml"
         " (results/experiments/second/experiment.json): give this config another name (experiment: NAME),"
@@ -473,7 +487,7 @@ def test_a_mistyped_path_stops_the_run_even_when_results_exist(default_run, tmp_
     config = yaml.safe_load(config_path.read_text())
     config["models"]["tiny-copy"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shape/checkpoint.pt"}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    result = snakemake(workdir, "--cores", "1")
+    result = snakemake(workdir, "--cores", JOB_CORES)
     assert config_error_line(result) == (
         "config error: models.tiny-copy.pretrained: file results/models/tiny-shape/checkpoint.pt not found"
         f" (relative to {workdir}, the working directory)"

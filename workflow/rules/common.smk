@@ -23,7 +23,7 @@ from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.planning import fingerprints
 from clipeval.planning.argument_files import argument_file
 from clipeval.planning.artifacts import ARTIFACTS, names_matching
-from clipeval.planning.checks import check_plan
+from clipeval.planning.checks import check_cores, check_plan
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
 
@@ -112,12 +112,21 @@ def config_files():
     return [str(path.relative_to(here) if path.is_relative_to(here) else path) for path in given]
 
 
+def local_cores():
+    """The cores a run schedules its jobs on, where Snakemake runs them here (a dry run's too); None under a
+    cluster executor (each job gets its own threads) and inside a cluster's job."""
+    if not workflow.local_exec or workflow.remote_exec:
+        return None
+    return workflow.cores
+
+
 def checked_plan():
     """The validated config, its derived defaults filled in, read into a Plan and checked."""
     fill_metric_defaults(config)
     try:
         plan = Plan(config, config_files())
         check_plan(plan)
+        check_cores(config["numerics"], local_cores())
     except ConfigError as error:
         fail(str(error))
     return plan

@@ -64,6 +64,9 @@ def pin(profile: str, threads: int | None = None) -> int:
 
     native keeps the libraries' own choices and uses `threads` (or torch's
     default): fastest, reproducible only on the same CPU with the same count.
+    portable computes with PORTABLE_THREADS threads, and refuses a job given
+    fewer (`threads`): more threads than its cores would slow it and the
+    jobs beside it, and fewer would change its numbers.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown numerics profile {profile!r} (choose from {', '.join(PROFILES)})")
@@ -72,6 +75,8 @@ def pin(profile: str, threads: int | None = None) -> int:
         _check_environment()
         if "torch" in sys.modules and any(os.environ.get(k) != v for k, v in PORTABLE_ENVIRONMENT.items()):
             raise NumericsError("torch was imported before the portable code path could be pinned")
+        if threads is not None and threads < PORTABLE_THREADS:
+            raise NumericsError(portable_threads_error(f"this job was given {threads}"))
         os.environ.update(PORTABLE_ENVIRONMENT)
         threads = PORTABLE_THREADS
     import torch
@@ -91,6 +96,14 @@ def pin(profile: str, threads: int | None = None) -> int:
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     return torch.get_num_threads()
+
+
+def portable_threads_error(given: str) -> str:
+    return (
+        f"numerics: portable computes each torch job with {PORTABLE_THREADS} threads (its numbers depend on the"
+        f" count), and {given}: run Snakemake with --cores {PORTABLE_THREADS} or more, or set numerics: native"
+        " (then numbers depend on the machine and the thread count)"
+    )
 
 
 def _check_environment() -> None:

@@ -15,6 +15,7 @@ from clipeval.config_errors import location
 from clipeval.data.sources import FILE, FOLDER
 from clipeval.errors import ClipevalError
 from clipeval.experiments import experiment_conflict
+from clipeval.models.numerics import PORTABLE_THREADS, portable_threads_error
 from clipeval.models.pretrained import (
     HF_HUB_PREFIX,
     LOCAL_DIR_PREFIX,
@@ -215,3 +216,11 @@ def check_plan(plan: Plan) -> None:
     check_inputs(plan)
     check_clock(plan)
     check_experiments(plan)
+
+
+def check_cores(numerics: str, cores: int | None) -> None:
+    """A local run whose --cores are fewer than portable numerics' threads would run its torch jobs on more
+    threads than it has cores, or change their numbers: refused before any job runs. `cores` is None where
+    Snakemake does not schedule the jobs on its own cores (a cluster)."""
+    if numerics == "portable" and cores is not None and cores < PORTABLE_THREADS:
+        raise ConfigError(portable_threads_error(f"--cores {cores} grants {cores}"))
