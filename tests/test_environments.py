@@ -26,8 +26,16 @@ def requirement(text):
 
 
 def conda_dependencies():
+    """{name: (name, operator, version)} of the environment's packages, pip's section with conda's, its pins
+    written as conda writes them (=)."""
     entries = yaml.safe_load((REPO / "envs/clipeval.yaml").read_text())["dependencies"]
-    return {requirement(entry)[0]: requirement(entry) for entry in entries}
+    listed = [entry for entry in entries if isinstance(entry, str)]
+    from_pip = [entry for section in entries if isinstance(section, dict) for entry in section["pip"]]
+    found = {requirement(entry)[0]: requirement(entry) for entry in listed}
+    for entry in from_pip:
+        name, operator, version = requirement(entry)
+        found[name] = (name, "=" if operator == "==" else operator, version)
+    return found
 
 
 def test_the_conda_environment_pins_what_constraints_txt_pins():
