@@ -57,9 +57,13 @@ localrules:
     plot_comparisons,
 
 
-# Before the first job: this experiment's record, which claims its dataset and
-# model names against the other experiments in results/ (common.smk).
+# Before the first job: the cores against the numerics' threads, the models
+# checked (arch, weights, precision), then this experiment's record, which
+# claims its dataset and model names against the other experiments in
+# results/ (common.smk). A dry run does none of them.
 onstart:
+    check_cores_as_the_run_starts()
+    check_models_as_the_run_starts()
     write_experiment_record()
 
 

@@ -496,3 +496,40 @@ def test_the_default_config_plans_through_the_package(monkeypatch):
     check_inputs(plan)
     assert plan.evaluation_pairs() == [("tiny-shapes", "shapes-test"), ("tiny-shapes", "shapes-classes")]
     assert plan.experiment_name() == "default"
+
+
+def test_models_are_checked_once_per_definition_and_a_problem_stops_the_run(tmp_path):
+    from clipeval.planning.model_checks import check_arguments, check_models
+
+    def with_checkpoint(config):
+        config["extract"]["device"] = "cpu"
+        config["models"]["file"] = {"arch": "clipeval-tiny", "pretrained": "weights/epoch_3.pt"}
+        config["models"]["next"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"}
+
+    plan = plan_of(with_checkpoint)
+    assert check_arguments(plan, check_device=True) == [
+        ["tiny", "clipeval-tiny", "", "fp32", "extract.precision", "cpu"],
+        ["b32", "ViT-B-32", "openai", "bf16", "models.b32.precision", "cpu"],
+        ["file", "clipeval-tiny", "weights/epoch_3.pt", "fp32", "extract.precision", "cpu"],
+        ["next", "clipeval-tiny", "", "fp32", "extract.precision", "cpu"],  # trained by this run: not there yet
+    ]
+    content = {"weights/epoch_3.pt": "first"}
+    asked = []
+
+    def run_check(words):
+        asked.append(words[1::7])  # the names after each --model
+        return problems
+
+    def check():
+        check_models(plan, True, lambda kind, path: content[path], "code", run_check, passed=tmp_path / "passed")
+
+    problems = ["models.file.pretrained: it does not fit", "models.b32.arch: another"]
+    with pytest.raises(ConfigError, match="^models.file.pretrained: it does not fit$"):
+        check()
+    assert not (tmp_path / "passed").exists()  # a failed check records nothing
+    problems = []
+    check()
+    check()  # all passed before: no check runs
+    content["weights/epoch_3.pt"] = "second"  # new weights in the file: its model is checked again
+    check()
+    assert asked == [["tiny", "b32", "file", "next"]] * 2 + [["file"]]

@@ -216,17 +216,20 @@ def test_the_report_opens_in_a_real_browser(default_run):
     assert screenshot.stat().st_size > 10_000
 
 
-def test_a_local_run_with_fewer_cores_than_portable_numerics_threads_is_refused_before_it_plans(tmp_path):
+def test_a_local_run_with_fewer_cores_than_portable_numerics_threads_is_refused_before_its_first_job(tmp_path):
     workdir = copy_workflow(tmp_path)
     result = snakemake(workdir, "--cores", "1")
-    assert config_error_line(result) == (
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and job_counts(output) == {}, output[-3000:]
+    assert output.splitlines()[-1] == (
         "config error: numerics: portable computes each torch job with 2 threads (its numbers depend on the"
         " count), and --cores 1 grants 1: run Snakemake with --cores 2 or more, or set numerics: native (then"
         " numbers depend on the machine and the thread count)"
     )
     assert not (workdir / "results").exists()
     edit_config(workdir, lambda config: config.update(numerics="native"))
-    assert planned_jobs(workdir, "--cores", "1")["all"] == 1
+    result = snakemake(workdir, "--cores", "1", "results/datasets/shapes-test/meta.json")
+    assert result.returncode == 0 and job_counts(result.stdout + result.stderr) == {"prepare_shapes": 1}
 
 
 def test_a_finished_run_has_nothing_to_do(default_run):
@@ -659,3 +662,24 @@ def test_top_k_defaults_to_the_largest_k_and_folds_need_no_top_k(tmp_path):
     result = snakemake(workdir, "--dry-run")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rule knn:" not in result.stdout
+
+
+def test_weights_that_do_not_fit_their_arch_stop_the_run_before_its_first_job(tmp_path, tiny_checkpoint):
+    workdir = copy_workflow(tmp_path)
+    shutil.copy(tiny_checkpoint, workdir / "tiny.pt")
+    edit_config(
+        workdir,
+        lambda config: config.update(
+            datasets={"shapes": {"format": "shapes", "task": "retrieval", "num_images": 20, "seed": 1}},
+            models={"mine": {"arch": "RN50", "pretrained": "tiny.pt"}},
+        ),
+    )
+    result = snakemake(workdir, "--cores", JOB_CORES)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and job_counts(output) == {}, output[-3000:]
+    assert output.splitlines()[-1].startswith(
+        "config error: models.mine.pretrained: tiny.pt: weights do not fit arch 'RN50': missing from the file:"
+        " visual.layer1.1.conv1.weight, visual.layer1.1.bn1.weight, visual.layer1.1.bn1.bias and 333 more; shapes:"
+        " positional_embedding [32, 64] in the file, [77, 512] in the arch;"
+    )
+    assert not (workdir / "results").exists()

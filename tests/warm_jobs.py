@@ -34,10 +34,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-# Commands that import torch: all but decode-pixels pin the numerics profile and compute with torch;
-# decode-pixels loads images with torch's DataLoader through open_clip's transforms, PIL computing, so the
-# profile the torch servers pinned changes nothing of what it writes.
-TORCH_COMMANDS = ("train", "extract-features", "describe-model", "encode-classes", "decode-pixels")
+# Commands that import torch: all but decode-pixels and check-models pin the numerics profile and compute with
+# torch; decode-pixels loads images with torch's DataLoader through open_clip's transforms, PIL computing, and
+# check-models computes nothing, so the profile the torch servers pinned changes nothing of what they write.
+TORCH_COMMANDS = ("train", "extract-features", "describe-model", "encode-classes", "decode-pixels", "check-models")
 
 PRELOADED = {
     "torch": ("numpy", "PIL.Image", "lmdb", "jsonlines", "tqdm", "torch", "torchvision", "open_clip"),

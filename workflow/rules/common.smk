@@ -4,7 +4,9 @@
 
 import functools
 import json
+import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from clipeval.planning import fingerprints
 from clipeval.planning.argument_files import argument_file
 from clipeval.planning.artifacts import ARTIFACTS, names_matching
 from clipeval.planning.checks import check_cores, check_plan
+from clipeval.planning.model_checks import check_models
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
 
@@ -113,8 +116,9 @@ def config_files():
 
 
 def local_cores():
-    """The cores a run schedules its jobs on, where Snakemake runs them here (a dry run's too); None under a
-    cluster executor (each job gets its own threads) and inside a cluster's job."""
+    """The cores a run schedules its jobs on, where Snakemake runs them here; None under a cluster executor
+    (each job gets its own threads) and inside a cluster's job. Known once the run starts (onstart): while
+    the workflow is read, a lint or a dry run without --cores reads as one core."""
     if not workflow.local_exec or workflow.remote_exec:
         return None
     return workflow.cores
@@ -126,10 +130,61 @@ def checked_plan():
     try:
         plan = Plan(config, config_files())
         check_plan(plan)
-        check_cores(config["numerics"], local_cores())
     except ConfigError as error:
         fail(str(error))
     return plan
+
+
+def check_cores_as_the_run_starts():
+    try:
+        check_cores(config["numerics"], local_cores())
+    except ConfigError as error:
+        fail(str(error))
+
+
+def check_models_as_the_run_starts():
+    """Each model's arch, weights and precision, checked before the first job (planning/model_checks.py).
+    Not under --sdm conda, whose Snakemake may lack torch: the jobs check the same themselves."""
+    if _use_conda:
+        return
+    try:
+        check_models(
+            PLAN,
+            check_device=local_cores() is not None,
+            content_digest=content_digest,
+            code=code_fingerprint("check-models"),
+            run_check=run_model_check,
+        )
+    except ConfigError as error:
+        fail(str(error))
+
+
+ONE_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+
+def run_model_check(words):
+    """The problem lines of `clipeval check-models WORDS`, run as the jobs are: by the `python` of the
+    interpreter that runs Snakemake, with one thread (it computes nothing)."""
+    environment = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")])),
+        # what Snakemake sets for a job of one thread
+        **dict.fromkeys(ONE_THREAD_VARIABLES, "1"),
+    }
+    command = ["python", "-m", "clipeval", "check-models", *words]
+    result = subprocess.run(command, capture_output=True, text=True, env=environment)
+    if result.returncode == 0:
+        return []
+    last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    return result.stdout.splitlines() or [f"models: the check of the models failed: {last}"]
 
 
 def write_experiment_record():

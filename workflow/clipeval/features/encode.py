@@ -22,14 +22,19 @@ READ_AHEAD = 2
 IN_FLIGHT = 3
 
 
-def prepare_model_for_precision(model, precision: str, device: str):
-    """Cast the model for `precision`; return (model, input dtype, autocast context factory)."""
+def check_precision(precision: str, device: str) -> None:
+    """A precision that cannot run on the device stops here, in one line."""
     if precision not in PRECISIONS:
         raise ClipevalError(f"unknown precision {precision!r} (choose from {', '.join(PRECISIONS)})")
+    if precision == "fp16" and torch.device(device).type != "cuda":
+        raise ClipevalError("precision fp16 needs a CUDA device; use bf16 or amp on CPU")
+
+
+def prepare_model_for_precision(model, precision: str, device: str):
+    """Cast the model for `precision`; return (model, input dtype, autocast context factory)."""
+    check_precision(precision, device)
     device_type = torch.device(device).type
     if precision == "fp16":
-        if device_type != "cuda":
-            raise ClipevalError("precision fp16 needs a CUDA device; use bf16 or amp on CPU")
         return model.half(), torch.float16, contextlib.nullcontext
     if precision == "bf16":
         return model.to(torch.bfloat16), torch.bfloat16, contextlib.nullcontext

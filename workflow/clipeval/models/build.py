@@ -193,7 +193,10 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
                 f" weights only into SigLIP-style models ({detail})"
             ) from None
         if local:
-            raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {detail}") from None
+            from clipeval.models.weights_fit import weights_misfit  # names the keys and shapes that differ
+
+            misfit = weights_misfit(arch, pretrained) or detail
+            raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {misfit}") from None
         raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None
     model.eval()
     return model, transform, open_clip.get_tokenizer(arch)

@@ -1,0 +1,66 @@
+"""Which models a run checks as it starts, before its first job (`clipeval check-models`: the arch, the
+pretrained tag or the checkpoint's fit, the precision on the device), and the record of the checks passed.
+
+The check imports torch and open_clip, seconds that a plan should not cost, so it runs once per model
+definition: a passed check leaves an empty file named by a digest of everything it depended on (the entry, the
+checkpoint's content, the checking code and, where the device was checked, this machine), and a run finds it.
+"""
+
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+
+from clipeval.data.sources import FILE
+from clipeval.models.pretrained import is_checkpoint_path
+from clipeval.planning.plan import ConfigError, Plan
+
+PASSED = Path(".snakemake/clipeval-model-checks")
+UNCHECKED_DEVICE = "-"
+
+
+def check_arguments(plan: Plan, check_device: bool) -> list[list[str]]:
+    """The words of `check-models --model` for each model a job builds: NAME ARCH PRETRAINED PRECISION
+    PRECISION_KEY DEVICE. A checkpoint the workflow trains is not there to check yet."""
+    trained = {
+        plan.artifact("checkpoint", model=name) for name, entry in plan.config["models"].items() if "train" in entry
+    }
+    device = plan.config["extract"]["device"] if check_device else UNCHECKED_DEVICE
+    words = []
+    for name, entry in plan.config["models"].items():
+        if plan.is_features_model(name):
+            continue
+        pretrained = entry.get("pretrained", "")
+        precision_key = f"models.{name}.precision" if "precision" in entry else "extract.precision"
+        words.append(
+            [name, entry["arch"], "" if pretrained in trained else pretrained, plan.model_precision(name)]
+            + [precision_key, device]
+        )
+    return words
+
+
+def passed_name(words: list[str], content_digest, code: str) -> str:
+    """The name of the record of a model's passed check: a digest of what the check's answer depends on."""
+    _, _, pretrained, _, _, device = words
+    checkpoint = content_digest(FILE, pretrained) if is_checkpoint_path(pretrained) else None
+    machine = None if device == UNCHECKED_DEVICE else [platform.node(), os.environ.get("CUDA_VISIBLE_DEVICES")]
+    described = json.dumps([words, checkpoint, code, machine])
+    return hashlib.sha256(described.encode()).hexdigest()[:32]
+
+
+def check_models(plan: Plan, check_device: bool, content_digest, code: str, run_check, passed: Path = PASSED):
+    """Raise ConfigError with the first problem of the models not checked before; record those that pass.
+    `run_check(words)` runs `check-models` with these words and returns the lines of its problems."""
+    unchecked = [
+        (words, passed / passed_name(words, content_digest, code)) for words in check_arguments(plan, check_device)
+    ]
+    unchecked = [(words, record) for words, record in unchecked if not record.exists()]
+    if not unchecked:
+        return
+    problems = run_check([word for words, _ in unchecked for word in ("--model", *words)])
+    if problems:
+        raise ConfigError(problems[0])
+    passed.mkdir(parents=True, exist_ok=True)
+    for _, record in unchecked:
+        record.touch()
