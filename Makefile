@@ -51,7 +51,7 @@ experiments: $(INSTALLED)
 
 # Every scored (model, dataset) pair in results/ as one table of models × datasets.
 leaderboard: $(INSTALLED)
-	$(BIN)/python -m clipeval leaderboard
+	$(BIN)/python -m clipeval leaderboard --html results/leaderboard.html
 
 # The benchmark suite (benchmarks/): one table per stage, ratios to a floor measured in the same run.
 bench: $(INSTALLED)

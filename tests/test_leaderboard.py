@@ -1,6 +1,7 @@
 """clipeval leaderboard: every scored pair of a results folder as models × datasets."""
 
 import json
+import re
 
 from clipeval.cli import main
 
@@ -22,7 +23,11 @@ def test_every_pair_in_one_table_with_pairs_scored_otherwise_marked(tmp_path, ca
     score_file(results, "vit-b", "cifar10", "classification", 91.0, [90.0, 92.0])
     score_file(results, "epoch-2", "flickr", "retrieval", 70.0, [69.0, 71.0])
     score_file(results, "epoch-3", "flickr", "retrieval", 75.0, [74.0, 76.0], bootstrap=500)
-    assert main(["leaderboard", "--results", str(results), "--output", str(tmp_path / "board.md")]) == 0
+    page = tmp_path / "board.html"
+    assert (
+        main(["leaderboard", "--results", str(results), "--output", str(tmp_path / "board.md"), "--html", str(page)])
+        == 0
+    )
     expected = (
         "| model | cifar10 (classification, top1) | flickr (retrieval, mean_recall) |\n"
         "| --- | --- | --- |\n"
@@ -34,6 +39,22 @@ def test_every_pair_in_one_table_with_pairs_scored_otherwise_marked(tmp_path, ca
     )
     assert capsys.readouterr().out == expected
     assert (tmp_path / "board.md").read_text() == expected
+    cells = re.findall(r"<t[hd]>(.*?)</t[hd]>", page.read_text())
+    assert cells == [
+        cell.strip() for line in expected.splitlines()[:5] if "---" not in line for cell in line.split("|")[1:-1]
+    ]
+    assert re.findall(r"<li>(.*?)</li>", page.read_text()) == [
+        "epoch-3 on flickr: metrics.bootstrap: 500 (column: 1000)"
+    ]
+
+
+def test_the_page_shows_names_as_text(tmp_path):
+    from clipeval.leaderboard import html_page
+
+    table = {"datasets": [("<d>", "retrieval", "mean_recall")], "models": ["<script>"], "cells": {}, "notes": ["&"]}
+    page = html_page(table, "<r>")
+    assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;d&gt; (retrieval" in page
+    assert "<li>&amp;</li>" in page and "Leaderboard of &lt;r&gt;" in page
 
 
 def test_a_folder_without_scores_says_so(tmp_path, capsys):

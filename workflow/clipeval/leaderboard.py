@@ -7,6 +7,7 @@ settings other than the column's most common ones are marked, and a note
 says how they differ: their numbers are not comparable with the others.
 """
 
+import html
 import json
 from collections import Counter
 from pathlib import Path
@@ -75,3 +76,35 @@ def markdown(table: dict) -> str:
     lines = ["| " + " | ".join(row) + " |" for row in [header, ["---"] * len(header), *rows]]
     lines += [""] + [f"({number}) {note}" for number, note in enumerate(table["notes"], 1)] if table["notes"] else []
     return "\n".join(lines) + "\n"
+
+
+PAGE_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin-bottom: 1em; font-size: 14px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th { background: #f2f2f2; text-align: center; }
+td:first-child { text-align: left; }
+"""
+
+
+def html_page(table: dict, results: str) -> str:
+    """The table as a page of its own: every name escaped, the notes below it as a numbered list."""
+
+    def row(cells, tag):
+        return "<tr>" + "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in cells) + "</tr>"
+
+    header = ["model", *(f"{dataset} ({task}, {metric})" for dataset, task, metric in table["datasets"])]
+    body = [
+        row([model, *(table["cells"].get((model, dataset), "") for dataset, _, _ in table["datasets"])], "td")
+        for model in table["models"]
+    ]
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in table["notes"])
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>clipeval leaderboard</title>'
+        f"<style>{PAGE_STYLE}</style></head><body>\n<h1>Leaderboard of {html.escape(results)}</h1>\n"
+        "<p>Each scored model and dataset: the headline metric with its 95% interval. A number in brackets"
+        " after a cell marks a pair scored under other settings than the rest of its column.</p>\n"
+        f"<table>{row(header, 'th')}{''.join(body)}</table>\n"
+        + (f"<ol>{notes}</ol>\n" if notes else "")
+        + "</body></html>\n"
+    )

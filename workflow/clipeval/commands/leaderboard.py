@@ -7,18 +7,22 @@ LIBRARIES = ()
 def add_arguments(parser):
     parser.add_argument("--results", type=Path, default=Path("results"), help="the workflow's results folder")
     parser.add_argument("--output", type=Path, help="also write the table to this Markdown file")
+    parser.add_argument("--html", type=Path, help="also write the table as a web page to this file")
 
 
 def run(args):
-    from clipeval.leaderboard import markdown, pivot, scored_pairs
+    from clipeval.leaderboard import html_page, markdown, pivot, scored_pairs
     from clipeval.storage.atomic import atomic_output
 
     pairs = scored_pairs(args.results)
     if not pairs:
         print(f"no scores in {args.results} (each scored pair is under {args.results}/scores/MODEL/DATASET/)")
         return
-    text = markdown(pivot(pairs))
+    table = pivot(pairs)
+    text = markdown(table)
     print(text, end="")
-    if args.output:
-        with atomic_output(args.output) as temporary:
-            temporary.write_text(text, encoding="utf-8")
+    pages = [(args.output, text), (args.html, html_page(table, str(args.results)))]
+    for path, content in pages:
+        if path:
+            with atomic_output(path) as temporary:
+                temporary.write_text(content, encoding="utf-8")
