@@ -4,9 +4,7 @@
 
 import functools
 import json
-import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from clipeval.planning import fingerprints
 from clipeval.planning.argument_files import argument_file
 from clipeval.planning.artifacts import ARTIFACTS, names_matching
 from clipeval.planning.checks import check_cores, check_plan
-from clipeval.planning.model_checks import check_models
+from clipeval.planning.model_checks import check_in_subprocess, check_models
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
 
@@ -153,38 +151,10 @@ def check_models_as_the_run_starts():
             check_device=local_cores() is not None,
             content_digest=content_digest,
             code=code_fingerprint("check-models"),
-            run_check=run_model_check,
+            run_check=functools.partial(check_in_subprocess, package_parent=PACKAGE_DIR.parent),
         )
     except ConfigError as error:
         fail(str(error))
-
-
-ONE_THREAD_VARIABLES = (
-    "OMP_NUM_THREADS",
-    "GOTO_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-)
-
-
-def run_model_check(words):
-    """The problem lines of `clipeval check-models WORDS`, run as the jobs are: by the `python` of the
-    interpreter that runs Snakemake, with one thread (it computes nothing)."""
-    environment = {
-        **os.environ,
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")])),
-        # what Snakemake sets for a job of one thread
-        **dict.fromkeys(ONE_THREAD_VARIABLES, "1"),
-    }
-    command = ["python", "-m", "clipeval", "check-models", *words]
-    result = subprocess.run(command, capture_output=True, text=True, env=environment)
-    if result.returncode == 0:
-        return []
-    last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-    return result.stdout.splitlines() or [f"models: the check of the models failed: {last}"]
 
 
 def write_experiment_record():

@@ -18,6 +18,7 @@ from open_clip.factory import load_state_dict
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
 from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path, weights_folder
+from clipeval.models.weights_fit import weights_misfit
 from clipeval.storage.digests import file_sha256, folder_sha256
 
 MODEL_CONFIG_DIR = Path(str(files("clipeval.models") / "configs"))
@@ -193,8 +194,6 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
                 f" weights only into SigLIP-style models ({detail})"
             ) from None
         if local:
-            from clipeval.models.weights_fit import weights_misfit  # names the keys and shapes that differ
-
             misfit = weights_misfit(arch, pretrained) or detail
             raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {misfit}") from None
         raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None

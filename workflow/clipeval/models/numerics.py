@@ -72,11 +72,11 @@ def pin(profile: str, threads: int | None = None) -> int:
         raise ValueError(f"unknown numerics profile {profile!r} (choose from {', '.join(PROFILES)})")
     os.environ.setdefault(*WAIT_POLICY)
     if profile == "portable":
+        if threads is not None and threads < PORTABLE_THREADS:
+            raise NumericsError(portable_threads_error(f"this job was given {threads}"))
         _check_environment()
         if "torch" in sys.modules and any(os.environ.get(k) != v for k, v in PORTABLE_ENVIRONMENT.items()):
             raise NumericsError("torch was imported before the portable code path could be pinned")
-        if threads is not None and threads < PORTABLE_THREADS:
-            raise NumericsError(portable_threads_error(f"this job was given {threads}"))
         os.environ.update(PORTABLE_ENVIRONMENT)
         threads = PORTABLE_THREADS
     import torch

@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 import platform
+import subprocess
+import sys
 from pathlib import Path
 
 from clipeval.data.sources import FILE
@@ -64,3 +66,27 @@ def check_models(plan: Plan, check_device: bool, content_digest, code: str, run_
     passed.mkdir(parents=True, exist_ok=True)
     for _, record in unchecked:
         record.touch()
+
+
+# What Snakemake sets for a job of one thread.
+ONE_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)  # fmt: skip
+
+
+def check_in_subprocess(words: list[str], package_parent: Path) -> list[str]:
+    """The problem lines of `clipeval check-models WORDS`, run as the workflow's jobs are: by the `python` beside
+    the interpreter that runs Snakemake, with the package of this checkout, on one thread (it computes nothing)."""
+    environment = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(package_parent), os.environ.get("PYTHONPATH")])),
+        **dict.fromkeys(ONE_THREAD_VARIABLES, "1"),
+    }
+    command = ["python", "-m", "clipeval", "check-models", *words]
+    result = subprocess.run(command, capture_output=True, text=True, env=environment)
+    if result.returncode == 0:
+        return []
+    last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    return result.stdout.splitlines() or [f"models: the check of the models failed: {last}"]
