@@ -73,7 +73,7 @@ def _check_numeric_arrays(archive_path: str) -> None:
                 raise ClipevalError(f"{archive_path}: array {name} holds Python objects, not weights")
 
 
-def _check_loadable(checkpoint: str) -> None:
+def check_loadable(checkpoint: str) -> None:
     try:
         if checkpoint.endswith(BIG_VISION_SUFFIX):
             _check_numeric_arrays(checkpoint)
@@ -158,7 +158,7 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     check_pretrained(arch, pretrained)
     local = bool(pretrained) and is_checkpoint_path(pretrained)
     if local:
-        _check_loadable(pretrained)
+        check_loadable(pretrained)
     # big_vision weights are copied in tensor by tensor, not by a strict load
     loads_every_weight = bool(pretrained) and not pretrained.endswith(BIG_VISION_SUFFIX)
     try:

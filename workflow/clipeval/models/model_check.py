@@ -3,8 +3,9 @@ precision on the device, checked without loading any weight, each answered with 
 config key."""
 
 from clipeval.errors import ClipevalError
-from clipeval.models.build import BIG_VISION_SUFFIX, _check_loadable, check_arch, check_pretrained, resolve_device
+from clipeval.models.build import BIG_VISION_SUFFIX, check_arch, check_loadable, check_pretrained, resolve_device
 from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path
+from clipeval.models.weights_fit import weights_misfit
 
 
 def model_problem(name, arch, pretrained, precision, precision_key, device) -> str | None:
@@ -28,12 +29,10 @@ def model_problem(name, arch, pretrained, precision, precision_key, device) -> s
 
 
 def _checkpoint_misfit(arch: str, checkpoint: str) -> str | None:
-    _check_loadable(checkpoint)
+    check_loadable(checkpoint)
     # A folder arch loads its own weights; big_vision arrays are copied in by name, not by a strict load.
     if arch.startswith((HF_HUB_PREFIX, LOCAL_DIR_PREFIX)) or checkpoint.endswith(BIG_VISION_SUFFIX):
         return None
-    from clipeval.models.weights_fit import weights_misfit
-
     return weights_misfit(arch, checkpoint)
 
 
