@@ -1,7 +1,10 @@
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +20,13 @@ REPO = Path(__file__).resolve().parents[1]
 # (numerics.pin); the tests' own imports of torch need it here. How threads
 # wait changes no result.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# The suite runs offline with a Hugging Face cache of its own, empty but for what a test writes into it (the
+# stand-ins of tests/hub_standins.py): no test reads or fills the user's cache, or waits on the network. Set
+# before anything imports huggingface_hub, and inherited by every Snakemake run and job, warm ones included.
+HF_HOME = Path(tempfile.mkdtemp(prefix="clipeval-tests-hf-"))
+atexit.register(shutil.rmtree, HF_HOME, ignore_errors=True)
+os.environ.update(HF_HOME=str(HF_HOME), HF_HUB_CACHE=str(HF_HOME / "hub"), HF_HUB_OFFLINE="1")
 
 # Property tests draw the same examples on every machine and every run: a
 # failure is then the code's, reproducible anywhere, never a lucky draw.

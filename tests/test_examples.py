@@ -1,5 +1,8 @@
 """The ready configs in config/examples/ are valid and name real open_clip models."""
 
+import os
+from pathlib import Path
+
 import open_clip
 import pytest
 import yaml
@@ -184,11 +187,11 @@ def write_muge_layout(folder, num_images=24):
     return captions
 
 
-def test_the_multilingual_example_runs_offline_once_its_downloads_are_in_the_hub_cache(tmp_path, monkeypatch):
+def test_the_multilingual_example_runs_offline_once_its_downloads_are_in_the_hub_cache(tmp_path):
     """config/examples/muge.yaml, as a user runs it after open_clip's first download: xlm-roberta-base's
     tokenizer (transformers) reads the Chinese captions, the weights of the pretrained tag load from the
-    cache, and every stage runs with the hub offline. Stand-ins of the real layouts (tests/hub_standins.py)."""
-    import huggingface_hub.constants
+    cache, and every stage runs with the hub offline (the suite's own cache and HF_HUB_OFFLINE: conftest.py).
+    Stand-ins of the real layouts (tests/hub_standins.py)."""
     import numpy as np
     import torch
     from hub_standins import write_tagged_weights, write_xlm_roberta_base
@@ -196,21 +199,18 @@ def test_the_multilingual_example_runs_offline_once_its_downloads_are_in_the_hub
 
     from clipeval.features.feature_files import read_features
 
-    hub = tmp_path / "hub"
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     config = yaml.safe_load((REPO / "config/examples/muge.yaml").read_text())
     (model,) = config["models"].values()
+    hub = Path(os.environ["HF_HUB_CACHE"])
     write_xlm_roberta_base(hub)
     write_tagged_weights(hub, model["arch"], model["pretrained"])
     workdir = copy_workflow(tmp_path / "experiment")
     captions = write_muge_layout(workdir / "data/MUGE")
-    env = {"HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
     arguments = ("--configfile", "config/examples/muge.yaml")
 
-    planned = planned_jobs(workdir, *arguments, env=env)
-    assert run_jobs(workdir, *arguments, env=env) == {**planned, "decode_pixels": 1}
-    assert planned_jobs(workdir, *arguments, env=env) == {}
+    planned = planned_jobs(workdir, *arguments)
+    assert run_jobs(workdir, *arguments) == {**planned, "decode_pixels": 1}
+    assert planned_jobs(workdir, *arguments) == {}
     (row,) = read_summary(workdir, "muge")
     assert (row["model"], row["dataset"], row["images"], row["texts"]) == ("xlm-roberta-b-32", "muge", "24", "24")
 
