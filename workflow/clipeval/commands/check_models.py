@@ -3,7 +3,7 @@
 import sys
 
 HELP = "check models' arch, pretrained tag or checkpoint fit, and precision for the device, without loading weights"
-LIBRARIES = ("torch", "open_clip_torch")
+LIBRARIES = ("torch", "open_clip_torch", "transformers")
 FIELDS = ("NAME", "ARCH", "PRETRAINED", "PRECISION", "PRECISION_KEY", "DEVICE")
 
 

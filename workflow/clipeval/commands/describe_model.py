@@ -5,7 +5,7 @@ from clipeval.models.numerics import add_options as add_numerics_options
 from clipeval.models.numerics import pin
 
 HELP = "write a model's identity for provenance"
-LIBRARIES = ("torch", "torchvision", "open_clip_torch")
+LIBRARIES = ("torch", "torchvision", "open_clip_torch", "transformers")
 
 
 def add_arguments(parser):

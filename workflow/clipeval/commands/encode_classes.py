@@ -5,7 +5,7 @@ from clipeval.models.numerics import add_options as add_numerics_options
 from clipeval.models.numerics import pin
 
 HELP = "class embeddings from class names × prompt templates"
-LIBRARIES = ("torch", "open_clip_torch")
+LIBRARIES = ("torch", "open_clip_torch", "transformers")
 
 
 def add_arguments(parser):

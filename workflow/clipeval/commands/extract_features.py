@@ -6,7 +6,7 @@ from clipeval.models.numerics import add_options as add_numerics_options
 from clipeval.models.numerics import pin
 
 HELP = "encode a dataset's images and/or captions"
-LIBRARIES = ("torch", "torchvision", "open_clip_torch", "pillow")
+LIBRARIES = ("torch", "torchvision", "open_clip_torch", "transformers", "pillow")
 
 
 def add_arguments(parser):

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 HELP = "the report's forest plot of one dataset's paired comparisons"
-LIBRARIES = ("numpy", "matplotlib")
+LIBRARIES = ("numpy", "matplotlib", "mplfonts")
 
 
 def add_arguments(parser):

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 HELP = "the report's figures of one dataset: recall@K curves and rank distribution, or recall per class"
-LIBRARIES = ("numpy", "matplotlib")
+LIBRARIES = ("numpy", "matplotlib", "mplfonts")
 
 
 def add_arguments(parser):

@@ -3,7 +3,7 @@ from pathlib import Path
 from clipeval.commands._gallery import add_gallery_options
 
 HELP = "the report's failure gallery of one model on a retrieval dataset: its worst queries both ways"
-LIBRARIES = ("numpy", "matplotlib", "pillow")
+LIBRARIES = ("numpy", "matplotlib", "mplfonts", "pillow")
 
 
 def add_arguments(parser):

@@ -5,7 +5,7 @@ from clipeval.models.numerics import add_options as add_numerics_options
 from clipeval.models.numerics import pin
 
 HELP = "train a CLIP from scratch on a prepared dataset"
-LIBRARIES = ("torch", "open_clip_torch", "pillow", "numpy")
+LIBRARIES = ("torch", "open_clip_torch", "transformers", "pillow", "numpy")
 
 
 def add_arguments(parser):
