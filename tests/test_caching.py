@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import time
 
 import pytest
 from snakemake_runner import (
@@ -312,12 +313,15 @@ def test_results_dated_ahead_are_refused_and_once_dated_now_an_older_edit_plans_
     assert re.fullmatch(
         r"config error: results/datasets/cn-test/meta\.json: dated \S+ \S+, ahead of this machine's"
         r" clock \(\S+ \S+\), so a later change of its inputs would look older and re-run nothing: once the clocks"
-        r" agree, date it now with touch -c -h results/datasets/cn-test/meta\.json \(every such result:"
-        r" find results -newermt now -exec touch -c -h \{\} \+\)",
+        r" agree, date it now with touch -c -h -d now results/datasets/cn-test/meta\.json \(every such result:"
+        r" find results -newermt now -exec touch -c -h -d now \{\} \+\)",
         line,
     ), line
+    # As touch -d now does: one instant for every file. Each file's own "now", a clock tick apart, could date an
+    # input after its output, which would re-run the job.
+    now = time.time_ns()
     for path in (workdir / "results").rglob("*"):
-        os.utime(path, follow_symlinks=False)  # touch -c -h
+        os.utime(path, ns=(now, now), follow_symlinks=False)
     # Nothing is dated ahead any more, so the run is an ordinary one: the matrix's caption row runs it.
     assert planned_jobs(workdir) == MATRIX["dataset caption content"][1]
 

@@ -391,7 +391,7 @@ def test_a_file_dated_ahead_of_the_clock_is_refused(tmp_path, monkeypatch):
     check_clock(plan_of(), now_ns=now)
     os.utime("f.tsv", ns=(now, now + 10**10))
     with pytest.raises(
-        ConfigError, match=r"^f\.tsv: dated .*: once the clocks agree, date it now with touch -c -h f\.tsv$"
+        ConfigError, match=r"^f\.tsv: dated .*: once the clocks agree, date it now with touch -c -h -d now f\.tsv$"
     ):
         check_clock(plan_of(), now_ns=now)
     os.utime("f.tsv", ns=(now, now))

@@ -175,7 +175,7 @@ def check_clock(plan: Plan, results: Path = RESULTS, now_ns: int | None = None) 
             continue  # a missing input is check_inputs' to name; a result may vanish meanwhile
         if mtime > limit:
             every = (
-                f" (every such result: find {results} -newermt now -exec touch -c -h {{}} +)"
+                f" (every such result: find {results} -newermt now -exec touch -c -h -d now {{}} +)"
                 if path.is_relative_to(results)
                 else ""
             )
@@ -183,7 +183,7 @@ def check_clock(plan: Plan, results: Path = RESULTS, now_ns: int | None = None) 
                 f"{path}: dated {_local_time(mtime)}, ahead of this machine's clock"
                 f" ({_local_time(limit - CLOCK_TOLERANCE_NS)}), so a later change of its inputs would look older"
                 " and re-run nothing: once the clocks agree, date it now with"
-                f" touch -c -h {shlex.quote(str(path))}{every}"
+                f" touch -c -h -d now {shlex.quote(str(path))}{every}"
             )
 
 
