@@ -77,3 +77,15 @@ def test_an_unknown_arch_tag_precision_or_device_is_one_line_naming_its_key():
         assert model_problem("m", "clipeval-tiny", None, "fp16", "extract.precision", "auto") == (
             "extract.precision: precision fp16 needs a CUDA device; use bf16 or amp on CPU"
         )
+
+
+def test_an_arch_whose_text_tower_config_is_not_cached_is_named_with_the_checkpoint(
+    tmp_path, tiny_weights, monkeypatch
+):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    path = tmp_path / "w.pt"
+    torch.save(tiny_weights, path)
+    problem = model_problem("m", "xlm-roberta-base-ViT-B-32", str(path), "fp32", "extract.precision", None)
+    assert problem.startswith(f"models.m.pretrained: cannot build arch 'xlm-roberta-base-ViT-B-32' to check {path}")

@@ -33,7 +33,11 @@ def _checkpoint_misfit(arch: str, checkpoint: str) -> str | None:
     # A folder arch loads its own weights; big_vision arrays are copied in by name, not by a strict load.
     if arch.startswith((HF_HUB_PREFIX, LOCAL_DIR_PREFIX)) or checkpoint.endswith(BIG_VISION_SUFFIX):
         return None
-    return weights_misfit(arch, checkpoint)
+    try:
+        return weights_misfit(arch, checkpoint)
+    except OSError as error:  # a text tower's config (transformers) neither cached nor downloadable
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ClipevalError(f"cannot build arch {arch!r} to check {checkpoint} against it: {detail}") from None
 
 
 def _precision_problem(precision: str, precision_key: str, device: str) -> str | None:
