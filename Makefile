@@ -29,7 +29,7 @@ run: $(INSTALLED)
 test: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
-# The unit tests alone (no workflow runs): about a minute on two cores.
+# The unit tests alone (no workflow runs): under two minutes on two cores.
 test-fast: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not workflow"
 
