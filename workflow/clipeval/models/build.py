@@ -16,7 +16,7 @@ import torch
 from open_clip.factory import load_state_dict
 
 from clipeval.devices import gpu_number
-from clipeval.errors import ClipevalError
+from clipeval.errors import ClipevalError, first_line
 from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path, weights_folder
 from clipeval.models.weights_fit import weights_misfit
 from clipeval.storage.digests import file_sha256, folder_sha256
@@ -174,7 +174,7 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     except OSError as error:  # a download that failed, or a file the Hugging Face cache does not hold
         from huggingface_hub.constants import HF_HUB_CACHE
 
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        detail = first_line(error)
         raise ClipevalError(
             f"cannot build model {arch!r} with pretrained {pretrained!r}: a file it needs is not in the Hugging"
             f" Face cache ({HF_HUB_CACHE}) and could not be downloaded: {detail}"
@@ -187,7 +187,7 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
         AttributeError,
     ) as error:  # how open_clip reports a mismatch
         # (AttributeError: big_vision weights for a model without big_vision's towers)
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        detail = first_line(error)
         if local and pretrained.endswith(BIG_VISION_SUFFIX) and isinstance(error, AttributeError):
             raise ClipevalError(
                 f"{pretrained}: weights do not fit arch {arch!r}: open_clip loads .npz (big_vision)"

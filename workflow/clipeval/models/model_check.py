@@ -2,7 +2,7 @@
 precision on the device, checked without loading any weight, each answered with the one line that names the
 config key."""
 
-from clipeval.errors import ClipevalError
+from clipeval.errors import ClipevalError, first_line
 from clipeval.models.build import BIG_VISION_SUFFIX, check_arch, check_loadable, check_pretrained, resolve_device
 from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path
 from clipeval.models.weights_fit import weights_misfit
@@ -36,7 +36,7 @@ def _checkpoint_misfit(arch: str, checkpoint: str) -> str | None:
     try:
         return weights_misfit(arch, checkpoint)
     except OSError as error:  # a text tower's config (transformers) neither cached nor downloadable
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        detail = first_line(error)
         raise ClipevalError(f"cannot build arch {arch!r} to check {checkpoint} against it: {detail}") from None
 
 

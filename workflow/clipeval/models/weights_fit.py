@@ -13,20 +13,17 @@ SHOWN = 3  # keys of each kind named in a message
 
 
 def _meta_state_dict(path: str) -> dict:
-    """The checkpoint's tensors as meta tensors of their shapes and dtypes, unwrapped as open_clip unwraps them."""
-    if path.endswith(".safetensors"):
-        from safetensors import safe_open
+    """The checkpoint's tensors as meta tensors of their shapes and dtypes, unwrapped as open_clip unwraps them
+    (its own reader, for torch files; safetensors cannot load to the meta device, so its header is read)."""
+    if not path.endswith(".safetensors"):
+        return open_clip.factory.load_state_dict(path, device="meta")
+    from safetensors import safe_open
 
-        with safe_open(path, framework="pt") as handle:
-            return {
-                key: torch.empty(handle.get_slice(key).get_shape(), device="meta", dtype=_dtype(handle, key))
-                for key in handle.keys()
-            }
-    checkpoint = torch.load(path, map_location="meta", weights_only=True)
-    state_dict = checkpoint["state_dict"] if isinstance(checkpoint, dict) and "state_dict" in checkpoint else checkpoint
-    if state_dict and next(iter(state_dict)).startswith("module"):
-        state_dict = {key[len("module.") :]: value for key, value in state_dict.items()}
-    return state_dict
+    with safe_open(path, framework="pt") as handle:
+        return {
+            key: torch.empty(handle.get_slice(key).get_shape(), device="meta", dtype=_dtype(handle, key))
+            for key in handle.keys()
+        }
 
 
 def _dtype(handle, key):
@@ -34,12 +31,13 @@ def _dtype(handle, key):
     return names.get(handle.get_slice(key).get_dtype(), torch.float32)
 
 
-def empty_model(arch: str):
-    """The arch's model on the meta device: its parameters' names and shapes, nothing allocated."""
+def empty_model(arch: str, **options):
+    """The arch's model on the meta device: its parameters' names and shapes, nothing allocated or loaded.
+    `options` go to open_clip.create_model (a pretrained tag, whose config it reads, preprocessing overrides)."""
     logging.disable(logging.WARNING)  # "initialized randomly": true of an empty shell, and beside the point
     try:
         with torch.device("meta"):
-            return open_clip.create_model(arch, device="meta", load_weights=False, pretrained_text=False)
+            return open_clip.create_model(arch, device="meta", load_weights=False, pretrained_text=False, **options)
     finally:
         logging.disable(logging.NOTSET)
 
