@@ -102,7 +102,7 @@ def html_page(table: dict, results: str) -> str:
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>clipeval leaderboard</title>'
         f"<style>{PAGE_STYLE}</style></head><body>\n<h1>Leaderboard of {html.escape(results)}</h1>\n"
-        "<p>Each scored model and dataset: the headline metric with its 95% interval. A number in brackets"
+        "<p>Each scored model and dataset: the headline metric with its 95% interval. A number in parentheses"
         " after a cell marks a pair scored under other settings than the rest of its column.</p>\n"
         f"<table>{row(header, 'th')}{''.join(body)}</table>\n"
         + (f"<ol>{notes}</ol>\n" if notes else "")
