@@ -12,7 +12,7 @@ from tqdm import tqdm
 from clipeval.data.image_lmdb import ImageStore
 from clipeval.errors import ClipevalError
 from clipeval.features.image_loader import image_batches
-from clipeval.features.pixels import host_rows, model_input, split_transform
+from clipeval.features.pixels import device_normalize, host_rows, model_input, split_transform
 from clipeval.features.sharding import FORWARD_BLOCK, block_span, forward_blocks
 
 PRECISIONS = ("fp32", "fp16", "bf16", "amp")
@@ -97,6 +97,7 @@ def _stored_blocks(pixels, normalize, first, last, *, device, dtype):
     """Blocks of the model's input made from stored pixels (features/pixels.py): the same bits. The next
     blocks are read in a thread while the model computes this one."""
     pin = torch.device(device).type == "cuda"
+    normalize = device_normalize(normalize, device)
 
     def read(position):
         return host_rows(pixels.rows(position, min(position + FORWARD_BLOCK, last)), pin)

@@ -104,9 +104,23 @@ def host_rows(rows: np.ndarray, pin: bool):
     return tensor.pin_memory() if pin else tensor
 
 
+def device_normalize(normalize, device: str):
+    """torchvision's Normalize step as the same two operations (subtract the mean, divide by the std, channel by
+    channel, in float32), its mean and std moved to `device` once. torchvision's own moves them on every call,
+    and checks the std there: each is a copy or a read that waits until the GPU has finished all queued work,
+    so the host could not queue the next blocks while the model runs."""
+    import torch
+
+    mean, std = (
+        torch.tensor(values, dtype=torch.float32, device=device).view(-1, 1, 1)
+        for values in (normalize.mean, normalize.std)
+    )
+    return lambda batch: batch.sub_(mean).div_(std)
+
+
 def model_input(rows, normalize, device: str, dtype):
     """A tensor of uint8 pixel rows (n × height × width × 3) as the model's input: ToTensor's division by 255
-    and `normalize`, on `device`, the same bits as the transform gives image by image."""
+    and `normalize` (device_normalize), on `device`, the same bits as the transform gives image by image."""
     import torch
 
     # Channels first and contiguous, as ToTensor leaves them: a convolution over another memory layout takes
