@@ -64,4 +64,4 @@ lint: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 
 clean:
-	rm -rf results/datasets results/models results/features results/predictions results/scores results/experiments logs .snakemake
+	rm -rf results/datasets results/checkpoints results/models results/pixels results/features results/predictions results/experiments logs .snakemake

@@ -57,13 +57,16 @@ localrules:
     plot_comparisons,
 
 
-# Before the first job: the cores against the numerics' threads, the models
-# checked (arch, weights, precision), then this experiment's record, which
-# claims its dataset and model names against the other experiments in
-# results/ (common.smk). A dry run does none of them.
+# Before the first job: the cores against the numerics' threads, and the
+# models checked (arch, weights, precision). After the last: this
+# experiment's record, which makes its name this config's (common.smk). A dry
+# run does none of them.
 onstart:
     check_cores_as_the_run_starts()
     check_models_as_the_run_starts()
+
+
+onsuccess:
     write_experiment_record()
 
 

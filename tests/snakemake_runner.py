@@ -91,6 +91,35 @@ def plus(*job_sets):
     return total
 
 
+# Run with the package of the workflow copy, which a test may have extended (a new source format).
+SHARED_PATH_SCRIPT = """
+import json, sys
+import yaml
+from snakemake.utils import validate
+from clipeval.planning.plan import Plan, fill_metric_defaults
+config_file, artifact, names = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+config = yaml.safe_load(open(config_file))
+validate(config, "config/schema.yaml")
+fill_metric_defaults(config)
+print(Plan(config, [config_file]).artifact(artifact, **names))
+"""
+
+
+def shared_path(workdir, artifact, config_file="config/config.yaml", **names):
+    """Where the workflow in `workdir` keeps a shared artifact (planning/artifacts.py) of the models and datasets
+    its config names, relative to `workdir`: under the keys of their definitions, as the workflow plans them."""
+    env = {**os.environ, "PYTHONPATH": str(Path(workdir) / "workflow")}
+    command = [sys.executable, "-c", SHARED_PATH_SCRIPT, config_file, artifact, json.dumps(names)]
+    result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, env=env, check=True)
+    return result.stdout.strip()
+
+
+def recorded_folders(workdir, experiment="default"):
+    """{datasets: {name: folder}, models: …, features: {"MODEL on DATASET": folder}}: where an experiment's shared
+    artifacts are, as the record of its last successful run lists them."""
+    return json.loads((Path(workdir) / f"results/experiments/{experiment}/experiment.json").read_text())["folders"]
+
+
 def copy_workflow(destination):
     destination.mkdir(parents=True, exist_ok=True)
     for name in WORKFLOW_FILES:

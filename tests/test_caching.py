@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 from snakemake_runner import (
@@ -16,6 +17,7 @@ from snakemake_runner import (
     edit_config,
     planned_jobs,
     plus,
+    recorded_folders,
     run_as_planned,
     run_jobs,
     small_experiment,
@@ -82,15 +84,21 @@ def replace_one_image(workdir):
     path.write_text("\n".join(lines) + "\n")
 
 
+def folders(workdir):
+    """Where the small experiment's shared artifacts are (its record's folders)."""
+    return recorded_folders(workdir, "small")
+
+
 def touch_without_change(workdir):
+    found = folders(workdir)
     for path in [
         "sources/cn_imgs.tsv",
         "sources/cn_texts.jsonl",
-        "results/datasets/shapes-test/texts.jsonl",
-        "results/datasets/cn-test/meta.json",
-        "results/features/tiny/cn-test/texts.jsonl",
-        "results/models/tiny/checkpoint.pt",
-        "results/predictions/tiny/shapes-test/t2i.jsonl",
+        f"{found['datasets']['shapes-test']}/texts.jsonl",
+        f"{found['datasets']['cn-test']}/meta.json",
+        f"{found['features']['tiny on cn-test']}/texts.jsonl",
+        found["checkpoints"]["tiny"],
+        f"{found['predictions']['tiny on shapes-test']}/t2i.jsonl",
     ]:
         os.utime(workdir / path)
 
@@ -117,7 +125,7 @@ def add_features_model(workdir):
         for side in ("images", "texts"):
             target = workdir / f"precomputed/{dataset}/{side}.jsonl"
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(workdir / f"results/features/tiny/{dataset}/{side}.jsonl", target)
+            shutil.copy(workdir / folders(workdir)["features"][f"tiny on {dataset}"] / f"{side}.jsonl", target)
             features[dataset][side] = str(target.relative_to(workdir))
     edit_config(workdir, lambda c: c["models"].update(given={"features": features}))
 
@@ -146,10 +154,11 @@ MATRIX = {
         {"score_retrieval": 2, **FINISH},
     ),
     "new model": (
-        config_change(
+        lambda w: edit_config(
+            w,
             lambda c: c["models"].update(
-                copy={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"}
-            )
+                copy={"arch": "clipeval-tiny", "pretrained": folders(w)["checkpoints"]["tiny"]}
+            ),
         ),
         plus(REEXTRACT_BOTH, {"compare_models": 2, "plot_comparisons": 2}),
     ),
@@ -276,7 +285,8 @@ def test_a_new_preprocessing_decodes_its_pixels_once_its_model_is_described(base
     assert planned_jobs(workdir) == planned
     assert run_jobs(workdir) == plus(planned, times(PIXELS_ONE, 2))
     assert planned_jobs(workdir) == {}
-    assert sorted(path.name for path in (workdir / "results/pixels/cn-test").iterdir()) == [
+    pixels = workdir / folders(workdir)["datasets"]["cn-test"].replace("datasets", "pixels", 1)
+    assert sorted(path.name for path in pixels.iterdir()) == [
         "64x64-shortest-bicubic-fill0",
         "64x64-shortest-bilinear-fill0",
     ]
@@ -311,9 +321,9 @@ def test_results_dated_ahead_are_refused_and_once_dated_now_an_older_edit_plans_
     edit_captions(workdir)
     line = config_error_line(snakemake(workdir, "--dry-run"))
     assert re.fullmatch(
-        r"config error: results/datasets/cn-test/meta\.json: dated \S+ \S+, ahead of this machine's"
+        r"config error: (results/\S+): dated \S+ \S+, ahead of this machine's"
         r" clock \(\S+ \S+\), so a later change of its inputs would look older and re-run nothing: once the clocks"
-        r" agree, date it now with touch -c -h -d now results/datasets/cn-test/meta\.json \(every such result:"
+        r" agree, date it now with touch -c -h -d now \1 \(every such result:"
         r" find results -newermt now -exec touch -c -h -d now \{\} \+\)",
         line,
     ), line
@@ -339,13 +349,13 @@ def test_a_local_dir_model_is_tracked_by_the_content_of_its_folder(baseline, tmp
     folder.mkdir(parents=True)
     model_cfg = json.loads((REPO / "workflow/clipeval/models/configs/clipeval-tiny.json").read_text())
     (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": model_cfg}))
-    state = torch.load(workdir / "results/models/tiny/checkpoint.pt", map_location="cpu")
+    state = torch.load(workdir / folders(workdir)["checkpoints"]["tiny"], map_location="cpu")
     torch.save(state, folder / "open_clip_pytorch_model.bin")
     run1 = {"arch": "local-dir:weights/run1", "pretrained": ""}
     pairs = [{"model": m, "dataset": d} for m, d in [("tiny", "shapes-test"), ("tiny", "cn-test"), ("run1", "cn-test")]]
     edit_config(workdir, lambda c: (c["models"].update(run1=run1), c.update(evaluate=pairs)))
     run_jobs(workdir)
-    meta = json.loads((workdir / "results/models/run1/meta.json").read_text())
+    meta = json.loads((workdir / folders(workdir)["models"]["run1"] / "meta.json").read_text())
     assert meta["weights"] == f"folder-sha256:{folder_sha256(folder)}"
 
     weights = state.get("state_dict", state)
@@ -411,7 +421,7 @@ def without_features(baseline, destination):
     import shutil
 
     workdir = copy_experiment(baseline, destination)
-    for stage in ("features", "predictions", "scores"):
+    for stage in ("features", "predictions", "experiments/small/scores"):
         shutil.rmtree(workdir / "results" / stage)
     for summary in workdir.glob("results/experiments/small/summary.*"):
         summary.unlink()
@@ -425,7 +435,8 @@ def test_killed_mid_extraction_keeps_finished_shards_and_resumes_to_the_same_byt
     workdir = without_features(baseline, tmp_path / "experiment")
     edit_config(workdir, lambda c: c["extract"].update(shard_size=50))
     features = workdir / "results/features"
-    shards = features / "tiny/shapes-test/image-shards"
+    tiny_features = {pair: workdir / folder for pair, folder in folders(baseline)["features"].items()}
+    shards = tiny_features["tiny on shapes-test"] / "image-shards/by-50"
 
     def one_shard_done_another_being_written():
         done = sorted(p.name for p in shards.glob("[0-9]*.jsonl"))
@@ -448,8 +459,9 @@ def test_killed_mid_extraction_keeps_finished_shards_and_resumes_to_the_same_byt
     assert not list(features.glob("**/.*.partial-*"))
     assert (shards / done).stat().st_mtime_ns == finished
     assert sorted(p.name for p in shards.glob("*.jsonl")) == ["0.jsonl", "1.jsonl", "2.jsonl"]
-    for name in ("shapes-test/images.jsonl", "shapes-test/texts.jsonl", "cn-test/images.jsonl", "cn-test/texts.jsonl"):
-        assert (features / "tiny" / name).read_bytes() == (baseline / "results/features/tiny" / name).read_bytes()
+    for pair, folder in folders(baseline)["features"].items():
+        for name in ("images.jsonl", "texts.jsonl"):
+            assert (tiny_features[pair] / name).read_bytes() == (baseline / folder / name).read_bytes()
     assert planned_jobs(workdir) == {}
 
 
@@ -461,21 +473,23 @@ def snakemake_dry_run_text(workdir):
     return result.stdout + result.stderr
 
 
-RESULT_FILES = (
-    "results/models/tiny/checkpoint.pt",
-    "results/models/tiny/meta.json",
-    "results/datasets/cn-test/meta.json",
-    "results/datasets/shapes-test/meta.json",
-    "results/features/tiny/shapes-test/images.jsonl",
-    "results/features/tiny/cn-test/texts.jsonl",
-    "results/predictions/tiny/shapes-test/t2i.jsonl",
-    "results/predictions/tiny/shapes-test/i2t.jsonl",
-    "results/predictions/tiny/cn-test/t2i.jsonl",
-    "results/scores/tiny/shapes-test/retrieval.json",
-    "results/scores/tiny/cn-test/retrieval.json",
-    "results/experiments/small/summary.csv",
-    "results/experiments/small/summary.md",
-)
+def result_files(workdir):
+    found = folders(workdir)
+    return [
+        found["checkpoints"]["tiny"],
+        f"{found['models']['tiny']}/meta.json",
+        f"{found['datasets']['cn-test']}/meta.json",
+        f"{found['datasets']['shapes-test']}/meta.json",
+        f"{found['features']['tiny on shapes-test']}/images.jsonl",
+        f"{found['features']['tiny on cn-test']}/texts.jsonl",
+        f"{found['predictions']['tiny on shapes-test']}/t2i.jsonl",
+        f"{found['predictions']['tiny on shapes-test']}/i2t.jsonl",
+        f"{found['predictions']['tiny on cn-test']}/t2i.jsonl",
+        "results/experiments/small/scores/tiny/shapes-test/retrieval.json",
+        "results/experiments/small/scores/tiny/cn-test/retrieval.json",
+        "results/experiments/small/summary.csv",
+        "results/experiments/small/summary.md",
+    ]
 
 
 def test_a_second_experiment_takes_the_models_and_features_from_the_shared_cache(baseline, output_cache, tmp_path):
@@ -491,19 +505,22 @@ def test_a_second_experiment_takes_the_models_and_features_from_the_shared_cache
         for line in (result.stdout + result.stderr).splitlines()
         if line.startswith("Symlinking output file") and line.endswith("from cache.")
     )
+    found = folders(second)
     assert fetched == sorted(
         [
-            "results/models/tiny/checkpoint.pt",
+            found["checkpoints"]["tiny"],
             *(
-                f"results/features/tiny/{d}/{f}"
-                for d in ("shapes-test", "cn-test")
-                for f in ("texts.jsonl", "image-shards/0.jsonl", "images.jsonl")
+                f"{folder}/{f}"
+                for folder in found["features"].values()
+                for f in ("texts.jsonl", "image-shards/by-0/0.jsonl", "images.jsonl")
             ),
         ]
     )
-    extraction_logs = list((second / "logs/extract").glob("**/*.log")) + [second / "logs/train/tiny.log"]
-    assert all(not log.exists() or log.stat().st_size == 0 for log in extraction_logs)
-    assert [f for f in RESULT_FILES if (second / f).read_bytes() != (baseline / f).read_bytes()] == []
+    extraction_logs = list((second / "logs/extract").glob("**/*.log")) + list((second / "logs/train").glob("*.log"))
+    assert all(log.stat().st_size == 0 for log in extraction_logs)
+    files = result_files(second)
+    assert files == result_files(baseline)
+    assert [f for f in files if (second / f).read_bytes() != (baseline / f).read_bytes()] == []
 
 
 def test_a_precomputed_features_model_scores_like_the_model_that_made_them(baseline, tmp_path):
@@ -512,7 +529,7 @@ def test_a_precomputed_features_model_scores_like_the_model_that_made_them(basel
     run_jobs(workdir)
     for dataset in ("shapes-test", "cn-test"):
         scores = [
-            json.loads((workdir / f"results/scores/{model}/{dataset}/retrieval.json").read_text())
+            json.loads((workdir / f"results/experiments/small/scores/{model}/{dataset}/retrieval.json").read_text())
             for model in ("tiny", "given")
         ]
         assert [{k: v for k, v in s.items() if k != "provenance"} for s in scores][0] == {
@@ -525,5 +542,6 @@ def test_a_precomputed_features_model_scores_like_the_model_that_made_them(basel
             for d in ("cn-test", "shapes-test")
             for side in ("images", "texts")
         }
-    assert not (workdir / "results/features/given").exists()
+    given = Path(folders(workdir)["models"]["given"]).name
+    assert not (workdir / "results/features" / given).exists()  # its features are its files: nothing extracted
     assert planned_jobs(workdir) == {}

@@ -195,7 +195,7 @@ def test_the_multilingual_example_runs_offline_once_its_downloads_are_in_the_hub
     import numpy as np
     import torch
     from hub_standins import write_tagged_weights, write_xlm_roberta_base
-    from snakemake_runner import copy_workflow, planned_jobs, read_summary, run_jobs
+    from snakemake_runner import copy_workflow, planned_jobs, read_summary, recorded_folders, run_jobs
 
     from clipeval.features.feature_files import read_features
 
@@ -220,6 +220,7 @@ def test_the_multilingual_example_runs_offline_once_its_downloads_are_in_the_hub
     assert (tokens == 3).sum() == 0, "every character is one the stand-in tokenizer knows"
     with torch.inference_mode():
         expected = torch.nn.functional.normalize(reference.eval().encode_text(tokens), dim=-1).numpy()
-    ids, features = read_features(workdir / "results/features/xlm-roberta-b-32/muge/texts.jsonl", "text_id")
+    features_folder = recorded_folders(workdir, "muge")["features"]["xlm-roberta-b-32 on muge"]
+    ids, features = read_features(workdir / features_folder / "texts.jsonl", "text_id")
     assert ids.tolist() == list(captions)
     np.testing.assert_allclose(features, expected, atol=1e-5)

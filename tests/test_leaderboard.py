@@ -6,10 +6,15 @@ import re
 from clipeval.cli import main
 
 
-def score_file(results, model, dataset, task, value, interval, bootstrap=1000):
+def score_file(results, model, dataset, task, value, interval, bootstrap=1000, experiment="default", arch="ViT-B-32"):
     metric = {"retrieval": "mean_recall", "classification": "top1"}[task]
-    config = {"metrics": {"bootstrap": bootstrap, "protocol": "full"}, "knn": {"top_k": 10}, "extract": {}}
-    path = results / "scores" / model / dataset / f"{task}.json"
+    config = {
+        "model": {"name": model, "arch": arch, "pretrained": "openai"},
+        "metrics": {"bootstrap": bootstrap, "protocol": "full"},
+        "knn": {"top_k": 10},
+        "extract": {},
+    }
+    path = results / "experiments" / experiment / "scores" / model / dataset / f"{task}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         json.dumps({metric: value, "intervals": {metric: interval}, "task": task, "provenance": {"config": config}})
@@ -22,7 +27,9 @@ def test_every_pair_in_one_table_with_pairs_scored_otherwise_marked(tmp_path, ca
     score_file(results, "vit-b", "flickr", "retrieval", 80.123, [79.5, 80.75])
     score_file(results, "vit-b", "cifar10", "classification", 91.0, [90.0, 92.0])
     score_file(results, "epoch-2", "flickr", "retrieval", 70.0, [69.0, 71.0])
-    score_file(results, "epoch-3", "flickr", "retrieval", 75.0, [74.0, 76.0], bootstrap=500)
+    score_file(results, "epoch-3", "flickr", "retrieval", 75.0, [74.0, 76.0], bootstrap=500, experiment="epochs")
+    # The same model and settings in another experiment: the same row.
+    score_file(results, "vit-b", "flickr", "retrieval", 80.123, [79.5, 80.75], experiment="again")
     page = tmp_path / "board.html"
     assert (
         main(["leaderboard", "--results", str(results), "--output", str(tmp_path / "board.md"), "--html", str(page)])
@@ -48,6 +55,25 @@ def test_every_pair_in_one_table_with_pairs_scored_otherwise_marked(tmp_path, ca
     ]
 
 
+def test_a_model_that_experiments_define_or_score_otherwise_has_a_row_for_each(tmp_path, capsys):
+    results = tmp_path / "results"
+    score_file(results, "vit", "flickr", "retrieval", 80.0, [79.0, 81.0], experiment="first")
+    score_file(results, "vit", "coco", "retrieval", 60.0, [59.0, 61.0], experiment="second", arch="ViT-B-16")
+    score_file(results, "tiny", "flickr", "retrieval", 10.0, [9.0, 11.0], experiment="first")
+    score_file(results, "tiny", "flickr", "retrieval", 10.0, [8.0, 12.0], bootstrap=100, experiment="second")
+    assert main(["leaderboard", "--results", str(results)]) == 0
+    assert capsys.readouterr().out == (
+        "| model | coco (retrieval, mean_recall) | flickr (retrieval, mean_recall) |\n"
+        "| --- | --- | --- |\n"
+        "| tiny (first) |  | 10.00 [9.00, 11.00] |\n"
+        "| tiny (second) |  | 10.00 [8.00, 12.00] (1) |\n"
+        "| vit (first) |  | 80.00 [79.00, 81.00] |\n"
+        "| vit (second) | 60.00 [59.00, 61.00] |  |\n"
+        "\n"
+        "(1) tiny (second) on flickr: metrics.bootstrap: 100 (column: 1000)\n"
+    )
+
+
 def test_the_page_shows_names_as_text(tmp_path):
     from clipeval.leaderboard import html_page
 
@@ -60,12 +86,12 @@ def test_the_page_shows_names_as_text(tmp_path):
 def test_a_folder_without_scores_says_so(tmp_path, capsys):
     assert main(["leaderboard", "--results", str(tmp_path)]) == 0
     assert capsys.readouterr().out == (
-        f"no scores in {tmp_path} (each scored pair is under {tmp_path}/scores/MODEL/DATASET/)\n"
+        f"no scores in {tmp_path} (each experiment's are under {tmp_path}/experiments/NAME/scores/MODEL/DATASET/)\n"
     )
 
 
 def test_a_score_file_without_its_metric_is_named(tmp_path, capsys):
-    path = tmp_path / "scores/vit-b/flickr/retrieval.json"
+    path = tmp_path / "experiments/default/scores/vit-b/flickr/retrieval.json"
     path.parent.mkdir(parents=True)
     path.write_text('{"task": "retrieval"}')
     assert main(["leaderboard", "--results", str(tmp_path)]) == 1

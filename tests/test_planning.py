@@ -105,15 +105,25 @@ def test_settings_behind_each_result():
     assert plan_of(lambda c: c.update(experiment="named")).experiment_name() == "named"
     assert plan.retrieval_protocol("coco") == "folds-1k" and plan.retrieval_protocol("flickr") == "full"
     assert plan.model_precision("b32") == "bf16" and plan.model_precision("tiny") == "fp32"
-    assert plan.checkpoint_of("tiny") == "results/models/tiny/checkpoint.pt" and plan.checkpoint_of("b32") is None
+    train, trained = plan.dataset_keys["train"], plan.training_keys["tiny"]
+    assert plan.checkpoint_of("tiny") == f"results/checkpoints/{trained}/checkpoint.pt"
+    assert plan.checkpoint_of("b32") is None
     assert plan.scoring_settings("cifar") == {"metrics": {"bootstrap": 1000, "bootstrap_seed": 0}}
     assert plan.scoring_settings("coco") == {
         "metrics": {**DEFAULTS["metrics"], "protocol": "folds-1k"},
         "knn": {"top_k": 10},
     }
     assert plan.model_definition("b32") == {**CONFIG["models"]["b32"], "numerics": "portable"}
+    # No names: a shared job is one job whatever a config calls its model and dataset.
     assert json.loads(plan.definition(["tiny"], "coco")) == {
-        "model tiny": CONFIG["models"]["tiny"],
+        "models": [
+            {
+                **CONFIG["models"]["tiny"],
+                "train": {**CONFIG["models"]["tiny"]["train"], "dataset": train},
+                "precision": "fp32",
+                "numerics": "portable",
+            }
+        ],
         "dataset": {"format": "cnclip", "images": "c.tsv", "texts": "c.jsonl"},  # task and protocol: how, not what
     }
     result = json.loads(plan.result_config("given", "flickr"))
@@ -124,6 +134,17 @@ def test_settings_behind_each_result():
     record = plan.experiment_record()
     assert record["experiment"] == "mine" and record["config_files"] == ["config/mine.yaml"]
     assert list(record["scores"]) == [f"{m} on {d}" for m, d in plan.evaluation_pairs()]
+    b32, flickr = plan.model_keys["b32"], plan.dataset_keys["flickr"]
+    assert record["folders"]["datasets"]["flickr"] == f"results/datasets/{flickr}"
+    assert record["folders"]["models"]["b32"] == f"results/models/{b32}"
+    assert record["folders"]["checkpoints"] == {
+        "tiny": f"results/checkpoints/{plan.training_keys['tiny']}/checkpoint.pt"
+    }
+    assert record["folders"]["features"]["b32 on flickr"] == f"results/features/{b32}/{flickr}"
+    assert "given on flickr" not in record["folders"]["features"]  # its features are its own files
+    # knn runs for the full protocol alone: coco is scored in folds.
+    assert sorted(record["folders"]["predictions"]) == ["b32 on flickr", "given on flickr", "tiny on flickr"]
+    assert record["folders"]["predictions"]["b32 on flickr"] == f"results/predictions/{b32}/{flickr}/top-10"
 
 
 def test_the_files_and_folders_behind_a_job_and_their_content_reach_its_definition(tmp_path, monkeypatch):
@@ -205,8 +226,9 @@ def test_a_model_folder_must_exist_and_a_hub_model_be_cached(tmp_path, monkeypat
 
 def test_paths_and_options():
     plan = plan_of()
+    b32, flickr, cifar = plan.model_keys["b32"], plan.dataset_keys["flickr"], plan.dataset_keys["cifar"]
     assert plan.artifact("predictions", model="b32", dataset="flickr", direction="t2i") == (
-        "results/predictions/b32/flickr/t2i.jsonl"
+        f"results/predictions/{b32}/{flickr}/top-10/t2i.jsonl"
     )
     assert plan.artifact("summary_csv") == "results/experiments/mine/summary.csv"
     assert artifact_path("x", "forest_plot", dataset="d") == "results/experiments/x/report/d/comparisons.png"
@@ -214,8 +236,14 @@ def test_paths_and_options():
         plan.experiment_artifact("t2i_failures") == "results/experiments/mine/report/{dataset}/{model}/failures-t2i.png"
     )
     assert plan.feature_files("given", "flickr") == {"images": "i.jsonl", "texts": "t.jsonl"}
-    assert plan.feature_files("tiny", "cifar")["classes"] == "results/features/tiny/cifar/classes.jsonl"
-    assert plan.score_file("tiny", "cifar", "ranks") == "results/scores/tiny/cifar/classification-ranks.json"
+    tiny = plan.model_keys["tiny"]
+    assert plan.feature_files("tiny", "cifar")["classes"] == f"results/features/{tiny}/{cifar}/classes.jsonl"
+    assert plan.score_file("tiny", "cifar", "ranks") == (
+        "results/experiments/mine/scores/tiny/cifar/classification-ranks.json"
+    )
+    assert plan_of(lambda c: c["extract"].update(shard_size=500)).artifact(
+        "pixel_shard", dataset="cifar", recipe="r", shard=3
+    ) == (f"results/pixels/{cifar}/r/by-500/3")
     assert plan.prepare_options("flickr") == ["--images", "f.tsv", "--texts", "f.jsonl"]
     assert plan.preprocess_option("b32") == ["--preprocess", '{"mean": [0, 0, 0]}']
     assert plan.preprocess_option("tiny") == []
@@ -370,13 +398,8 @@ def test_every_named_file_and_folder_must_exist(tmp_path, monkeypatch):
         check_inputs(plan_of(lambda c: c["models"].update(mine={"arch": "clipeval-tiny", "pretrained": str(absolute)})))
     assert str(error.value) == f"models.mine.pretrained: file {absolute} not found"
     # A checkpoint this config trains is made by the workflow, not looked for.
-    check_inputs(
-        plan_of(
-            lambda c: c["models"].update(
-                again={"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"}
-            )
-        )
-    )
+    trained = plan_of().artifact("checkpoint", model="tiny")
+    check_inputs(plan_of(lambda c: c["models"].update(again={"arch": "clipeval-tiny", "pretrained": trained})))
     check_plan(plan_of())
 
 
@@ -401,17 +424,40 @@ def test_a_file_dated_ahead_of_the_clock_is_refused(tmp_path, monkeypatch):
         check_clock(plan_of(), now_ns=now)
 
 
-def test_another_experiment_s_names_are_not_taken(tmp_path, monkeypatch):
-    from clipeval.experiments import record_path
-    from clipeval.storage.jsonl import write_json
-
-    monkeypatch.chdir(tmp_path)
-    other = plan_of(lambda c: c["models"]["b32"].update(precision="fp32"), files=("config/other.yaml",))
-    write_json(record_path(tmp_path / "results", "other"), other.experiment_record())
-    from clipeval.planning.checks import check_experiments
-
-    with pytest.raises(ConfigError, match=r"^models.b32: experiment 'other' .* defines it otherwise"):
-        check_experiments(plan_of())
+def test_shared_artifacts_are_keyed_by_what_they_are_not_by_what_a_config_calls_them():
+    plan = plan_of()
+    renamed = plan_of(
+        lambda c: (
+            c["datasets"].update(flickr30k=c["datasets"].pop("flickr"), shapes=c["datasets"].pop("train")),
+            c["models"].update(vitb32=c["models"].pop("b32")),
+            c["models"]["tiny"]["train"].update(dataset="shapes"),
+            c["models"]["given"].update(features={"flickr30k": c["models"]["given"]["features"]["flickr"]}),
+        )
+    )
+    for section, same in (("dataset", ("flickr", "flickr30k")), ("dataset", ("train", "shapes"))):
+        assert plan.dataset_keys[same[0]] == renamed.dataset_keys[same[1]], section
+    assert plan.model_keys["b32"] == renamed.model_keys["vitb32"]
+    assert plan.model_keys["tiny"] == renamed.model_keys["tiny"]  # trained on the same data under another name
+    assert plan.model_keys["given"] == renamed.model_keys["given"]
+    # A default written out is the same definition; how a dataset is scored is not part of it.
+    spelt_out = plan_of(lambda c: c["datasets"]["train"].update(first_image_id=0, task="retrieval"))
+    assert spelt_out.dataset_keys["train"] == plan.dataset_keys["train"]
+    # Another definition under the same name gets other files, and so does everything made from it.
+    other = plan_of(lambda c: c["datasets"]["train"].update(seed=1))
+    assert other.dataset_keys["train"] != plan.dataset_keys["train"]
+    assert other.model_keys["tiny"] != plan.model_keys["tiny"] and other.model_keys["b32"] == plan.model_keys["b32"]
+    for changed in (
+        lambda c: c["models"]["b32"].update(precision="fp32"),
+        lambda c: c.update(numerics="native"),
+        lambda c: c["models"]["b32"].update(preprocess={"mean": [1, 1, 1]}),
+    ):
+        assert plan_of(changed).model_keys["b32"] != plan.model_keys["b32"]
+    # Settings that only scoring reads leave every shared artifact where it was.
+    rescored = plan_of(lambda c: c["metrics"].update(bootstrap=10, recall_at=[1, 2]))
+    assert (rescored.dataset_keys, rescored.model_keys) == (plan.dataset_keys, plan.model_keys)
+    assert [plan.dataset_named(key) for key in plan.dataset_keys.values()] == list(CONFIG["datasets"])
+    twice = plan_of(lambda c: c["models"].update(again=dict(c["models"]["b32"])))
+    assert twice.model_named(twice.model_keys["again"]) == "b32"  # the first name of a definition stands for it
 
 
 def test_a_folder_digest_follows_content_not_times(tmp_path):
@@ -504,7 +550,10 @@ def test_models_are_checked_once_per_definition_and_a_problem_stops_the_run(tmp_
     def with_checkpoint(config):
         config["extract"]["device"] = "cpu"
         config["models"]["file"] = {"arch": "clipeval-tiny", "pretrained": "weights/epoch_3.pt"}
-        config["models"]["next"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny/checkpoint.pt"}
+        config["models"]["next"] = {
+            "arch": "clipeval-tiny",
+            "pretrained": plan_of().artifact("checkpoint", model="tiny"),
+        }
 
     plan = plan_of(with_checkpoint)
     assert check_arguments(plan, check_device=True) == [

@@ -15,7 +15,16 @@ import sys
 
 import pytest
 import torch
-from snakemake_runner import copy_experiment, copy_workflow, edit_config, planned_jobs, plus, run_as_planned, run_jobs
+from snakemake_runner import (
+    copy_experiment,
+    copy_workflow,
+    edit_config,
+    planned_jobs,
+    plus,
+    run_as_planned,
+    run_jobs,
+    shared_path,
+)
 from sources import write_cnclip, write_coco, write_imagefolder, write_karpathy, write_shapes_cifar
 from warm_jobs import module_listing_env
 
@@ -315,16 +324,17 @@ def test_a_model_arch_change_reextracts_that_model(experiment, tmp_path):
 PACKAGE_IMPORT = re.compile(r"^(?:import time:.*\|\s+|loaded module: )(clipeval(?:\.\w+)*)\s*$", re.M)
 
 
-def rule_of_log(path, config):
+def rule_of_log(path, workdir, config):
     """The rule that wrote a job log, from the log layout of workflow/rules/."""
     parts = path.parts
     stage = parts[0]
-    if stage == "prepare":
-        return f"prepare_{config['datasets'][path.stem]['format']}"
+    if stage == "prepare":  # prepare/{dataset_key}.log: its format is in the prepared dataset's meta.json
+        meta = workdir / "results/datasets" / path.stem / "meta.json"
+        return f"prepare_{json.loads(meta.read_text())['source']['format']}"
     if stage == "extract":
-        if len(parts) == 3:  # extract/{model}/meta.log
+        if len(parts) == 3:  # extract/{model_key}/meta.log
             return "describe_model"
-        if len(parts) == 5:  # extract/{dataset}/pixels/{recipe}/{shard}.log
+        if len(parts) == 6:  # extract/{dataset_key}/pixels/{recipe}/by-{shard_size}/{shard}.log
             return "decode_pixels"
         return {"texts": "extract_text_features", "gather": "gather_image_features"}.get(
             path.stem, "extract_image_shard"
@@ -348,7 +358,7 @@ def modules_loaded_by_rule(workdir):
     config = formats_config()
     loaded = {}
     for log in (workdir / "logs").rglob("*.log"):
-        rule = rule_of_log(log.relative_to(workdir / "logs"), config)
+        rule = rule_of_log(log.relative_to(workdir / "logs"), workdir, config)
         modules = set(PACKAGE_IMPORT.findall(log.read_text()))
         if "clipeval.cli" in modules:
             modules.add("clipeval.__main__")  # `python -m clipeval` runs it without an import to trace
@@ -434,7 +444,7 @@ def test_adding_a_subcommand_reruns_nothing(experiment, tmp_path):
     )
     assert planned_jobs(workdir) == {}
     result = subprocess.run(
-        [sys.executable, "-m", "clipeval", "count-images", "results/datasets/cn/images.lmdb"],
+        [sys.executable, "-m", "clipeval", "count-images", shared_path(workdir, "dataset_images", dataset="cn")],
         cwd=workdir,
         capture_output=True,
         text=True,

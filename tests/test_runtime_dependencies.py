@@ -13,7 +13,7 @@ from importlib import metadata
 
 from conftest import REPO
 from packaging.requirements import Requirement
-from snakemake_runner import copy_experiment, edit_config, run_jobs, snakemake
+from snakemake_runner import copy_experiment, edit_config, recorded_folders, run_jobs, snakemake
 
 BLOCKER = """import importlib.abc, importlib.machinery, json, os, sys
 
@@ -112,7 +112,7 @@ def test_the_workflow_and_its_report_run_on_runtime_dependencies_alone(small_exp
     workdir = copy_experiment(small_experiment_run.workdir, tmp_path / "experiment")
     # Extraction, knn, scoring, the summary and the report's jobs run again: one dataset's features are gone,
     # and the other dataset is scored with other settings.
-    shutil.rmtree(workdir / "results/features/tiny/cn-test")
+    shutil.rmtree(workdir / recorded_folders(workdir, "small")["features"]["tiny on cn-test"])
     edit_config(workdir, lambda config: config["metrics"].update(bootstrap=100))
     ran = run_jobs(workdir, env=environment)
     assert {"extract_text_features", "extract_image_shard", "knn", "score_retrieval", "summary"} <= set(ran), ran

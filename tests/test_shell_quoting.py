@@ -10,7 +10,7 @@ import shlex
 import shutil
 
 import yaml
-from snakemake_runner import copy_workflow, edit_config, snakemake
+from snakemake_runner import copy_workflow, edit_config, shared_path, snakemake
 from sources import write_cnclip
 
 # Each would create a file named PWNED if a shell read it as syntax.
@@ -88,10 +88,13 @@ def test_config_strings_and_file_names_reach_commands_as_single_words_and_run_no
     # Without it, the jobs that read those strings first: each takes them as text.
     del config["models"]["odd-arch"]
     edit_config(workdir, lambda current: (current.clear(), current.update(config)))
-    targets = ["results/datasets/hostile/meta.json", "results/models/odd-weights/meta.json"]
+    targets = [
+        shared_path(workdir, "dataset_meta", dataset="hostile"),
+        shared_path(workdir, "model_meta", model="odd-weights"),
+    ]
     run = snakemake(workdir, "--cores", "2", *targets)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    assert (workdir / "results/datasets/hostile/meta.json").is_file()
-    assert json.loads((workdir / "results/models/odd-weights/meta.json").read_text())["arch"] == "clipeval-tiny"
+    assert (workdir / targets[0]).is_file()
+    assert json.loads((workdir / targets[1]).read_text())["arch"] == "clipeval-tiny"
     assert sorted(path.name for path in tmp_path.rglob("PWNED*")) == []
     assert yaml.safe_load((workdir / "config/config.yaml").read_text()) == config

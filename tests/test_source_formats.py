@@ -2,12 +2,13 @@
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
 from conftest import REPO, run_cli
 from PIL import Image
-from snakemake_runner import JOB_CORES, copy_workflow, edit_config, planned_jobs, snakemake
+from snakemake_runner import JOB_CORES, copy_workflow, edit_config, planned_jobs, shared_path, snakemake
 
 from clipeval.data.sources import CAPTIONS, CLASSES, format_names, source_format
 
@@ -128,13 +129,15 @@ def test_a_new_format_is_one_module_and_one_schema_entry(tmp_path):
         ),
     )
 
-    result = snakemake(workdir, "--cores", JOB_CORES, "results/datasets/mine/meta.json")
+    prepared = shared_path(workdir, "dataset_meta", dataset="mine")
+    result = snakemake(workdir, "--cores", JOB_CORES, prepared)
     assert result.returncode == 0, result.stderr[-3000:]
-    meta = json.loads((workdir / "results/datasets/mine/meta.json").read_text())
+    meta = json.loads((workdir / prepared).read_text())
     assert meta["counts"] == {"images": 2, "texts": 2, "images_without_caption": 0}
     assert meta["source"] == {"format": "numbered", "images": "mine/images", "texts": "mine/texts.jsonl"}
-    assert (workdir / "logs/prepare/mine.log").read_text() == "wrote 2 images, 2 captions to results/datasets/mine\n"
+    folder = Path(prepared).parent
+    assert (workdir / f"logs/prepare/{folder.name}.log").read_text() == f"wrote 2 images, 2 captions to {folder}\n"
     # Its folder is tracked like the built-in formats' folders: a changed image prepares it again.
-    assert planned_jobs(workdir, "results/datasets/mine/meta.json") == {}
+    assert planned_jobs(workdir, prepared) == {}
     write_image(images / "10.png", "green")
-    assert planned_jobs(workdir, "results/datasets/mine/meta.json") == {"prepare_numbered": 1}
+    assert planned_jobs(workdir, prepared) == {"prepare_numbered": 1}

@@ -1,12 +1,14 @@
 """The whole workflow through the real Snakemake, in a temporary copy of the repository."""
 
 import base64
+import copy
 import csv
 import json
 import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -19,12 +21,20 @@ from snakemake_runner import (
     job_counts,
     planned_jobs,
     read_summary,
+    recorded_folders,
+    run_jobs,
+    shared_path,
     snakemake,
 )
 
 EXTRACTION = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1}
 # An experiment's report of one model on one retrieval dataset.
 REPORT = {"report_tables": 1, "plot_retrieval": 1, "retrieval_failures": 1}
+
+
+def recorded_predictions(workdir, pair, direction="t2i", top_k=10, experiment="default"):
+    features = recorded_folders(workdir, experiment)["features"][pair]
+    return f"{features.replace('features', 'predictions', 1)}/top-{top_k}/{direction}.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -59,41 +69,53 @@ def test_default_workflow_classifies_shapes_far_above_chance(default_run):
     chance = 100 / 6  # ± 1.5 points over 600 images
     assert float(row["top1"]) >= 1.5 * chance
     assert float(row["top1"]) <= float(row["top5"]) <= 100
-    metrics = json.loads((default_run / "results/scores/tiny-shapes/shapes-classes/classification.json").read_text())
-    assert sum(map(sum, metrics["confusion_matrix"])) == 600
+    scores = default_run / "results/experiments/default/scores/tiny-shapes/shapes-classes/classification.json"
+    assert sum(map(sum, json.loads(scores.read_text())["confusion_matrix"])) == 600
 
 
 def test_default_workflow_writes_the_documented_paths(default_run):
+    folders = recorded_folders(default_run)
+    test, classes, train = (folders["datasets"][name] for name in ("shapes-test", "shapes-classes", "shapes-train"))
+    model, checkpoint = folders["models"]["tiny-shapes"], folders["checkpoints"]["tiny-shapes"]
+    # Shared artifacts under the keys of their definitions (docs/ARCHITECTURE.md), scores under the experiment.
+    key = r"[0-9a-f]{12}"
+    assert re.fullmatch(f"results/datasets/{key}", test) and re.fullmatch(f"results/models/{key}", model)
+    assert re.fullmatch(f"results/checkpoints/{key}/checkpoint.pt", checkpoint)
+    model_key, test_key, classes_key, train_key = (Path(folder).name for folder in (model, test, classes, train))
+    on_test, on_classes = (f"results/features/{model_key}/{key}" for key in (test_key, classes_key))
+    assert folders["features"] == {"tiny-shapes on shapes-test": on_test, "tiny-shapes on shapes-classes": on_classes}
+    predictions = on_test.replace("features", "predictions") + "/top-10"
+    scores = "results/experiments/default/scores/tiny-shapes"
     expected = [
-        "results/datasets/shapes-test/images.lmdb/data.mdb",
-        "results/datasets/shapes-test/texts.jsonl",
-        "results/datasets/shapes-train/texts.jsonl",
-        "results/models/tiny-shapes/checkpoint.pt",
-        "results/features/tiny-shapes/shapes-test/images.jsonl",
-        "results/features/tiny-shapes/shapes-test/texts.jsonl",
-        "results/predictions/tiny-shapes/shapes-test/t2i.jsonl",
-        "results/predictions/tiny-shapes/shapes-test/i2t.jsonl",
-        "results/scores/tiny-shapes/shapes-test/retrieval.json",
-        "results/scores/tiny-shapes/shapes-test/retrieval-ranks.json",
-        "results/datasets/shapes-classes/labels.jsonl",
-        "results/datasets/shapes-classes/classes.json",
-        "results/features/tiny-shapes/shapes-classes/classes.jsonl",
-        "results/scores/tiny-shapes/shapes-classes/classification.json",
-        "results/scores/tiny-shapes/shapes-classes/classification-ranks.json",
+        f"{test}/images.lmdb/data.mdb",
+        f"{test}/texts.jsonl",
+        f"{train}/texts.jsonl",
+        checkpoint,
+        f"{on_test}/images.jsonl",
+        f"{on_test}/texts.jsonl",
+        f"{predictions}/t2i.jsonl",
+        f"{predictions}/i2t.jsonl",
+        f"{scores}/shapes-test/retrieval.json",
+        f"{scores}/shapes-test/retrieval-ranks.json",
+        f"{classes}/labels.jsonl",
+        f"{classes}/classes.json",
+        f"{on_classes}/classes.jsonl",
+        f"{scores}/shapes-classes/classification.json",
+        f"{scores}/shapes-classes/classification-ranks.json",
         "results/experiments/default/experiment.json",
         "results/experiments/default/summary.md",
         "results/experiments/default/averages.csv",
         "results/experiments/default/comparisons.csv",
-        "logs/prepare/shapes-test.log",
-        "logs/train/tiny-shapes.log",
-        "logs/extract/tiny-shapes/shapes-test/texts.log",
-        "logs/extract/tiny-shapes/shapes-test/images-0.log",
-        "results/models/tiny-shapes/meta.json",
-        "logs/extract/tiny-shapes/meta.log",
-        "logs/knn/tiny-shapes/shapes-test/t2i.log",
-        "logs/score/tiny-shapes/shapes-test.log",
-        "logs/classify/tiny-shapes/shapes-classes/classes.log",
-        "logs/classify/tiny-shapes/shapes-classes/score.log",
+        f"logs/prepare/{test_key}.log",
+        f"logs/train/{Path(checkpoint).parent.name}.log",
+        f"logs/extract/{model_key}/{test_key}/texts.log",
+        f"logs/extract/{model_key}/{test_key}/images-by-0-0.log",
+        f"{model}/meta.json",
+        f"logs/extract/{model_key}/meta.log",
+        f"logs/knn/{model_key}/{test_key}/top-10/t2i.log",
+        "logs/score/default/tiny-shapes/shapes-test.log",
+        f"logs/classify/{model_key}/{classes_key}/classes.log",
+        "logs/classify/default/tiny-shapes/shapes-classes/score.log",
         "logs/summary/default.log",
         "results/experiments/default/report/results.html",
         "results/experiments/default/report/provenance.html",
@@ -105,8 +127,8 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "logs/report/default/shapes-test/tiny-shapes/failures.log",
     ]
     assert [p for p in expected if not (default_run / p).exists()] == []
-    assert not (default_run / "results/features/tiny-shapes/shapes-train").exists()
-    metrics = json.loads((default_run / "results/scores/tiny-shapes/shapes-test/retrieval.json").read_text())
+    assert not (default_run / f"results/features/{model_key}/{train_key}").exists()
+    metrics = json.loads((default_run / f"{scores}/shapes-test/retrieval.json").read_text())
     assert set(metrics) == {
         "task",
         "protocol",
@@ -143,7 +165,7 @@ def read_csv(path):
 def test_the_report_figures_show_the_metrics_files_numbers(default_run):
     """Each figure's numbers (the CSV or JSON beside it) against the score stage's files."""
     report = default_run / "results/experiments/default/report"
-    scores = default_run / "results/scores/tiny-shapes"
+    scores = default_run / "results/experiments/default/scores/tiny-shapes"
     retrieval = json.loads((scores / "shapes-test/retrieval.json").read_text())
     ranks = json.loads((scores / "shapes-test/retrieval-ranks.json").read_text())
     curves = read_csv(report / "shapes-test/recall-curves.csv")
@@ -166,7 +188,7 @@ def test_the_report_figures_show_the_metrics_files_numbers(default_run):
     assert [f["rank"] for f in t2i] == sorted(ranks["t2i"]["ranks"], reverse=True)[:8]
     predictions = {
         row["text_id"]: row
-        for row in map(json.loads, open(default_run / "results/predictions/tiny-shapes/shapes-test/t2i.jsonl"))
+        for row in map(json.loads, open(default_run / recorded_predictions(default_run, "tiny-shapes on shapes-test")))
     }
     for failure in t2i:
         listed = predictions[failure["query_id"]]
@@ -178,7 +200,8 @@ def test_the_report_figures_show_the_metrics_files_numbers(default_run):
     recall = {r["class"]: float(r["recall"]) for r in read_csv(report / "shapes-classes/class-recall.csv")}
     assert recall == pytest.approx({name: entry["recall"] for name, entry in classification["per_class"].items()})
     # The matrix is in class index order (classes.json), as in classification.json.
-    classnames = json.loads((default_run / "results/datasets/shapes-classes/classes.json").read_text())["classnames"]
+    classes = default_run / recorded_folders(default_run)["datasets"]["shapes-classes"] / "classes.json"
+    classnames = json.loads(classes.read_text())["classnames"]
     confusion = read_csv(report / "shapes-classes/tiny-shapes/confusion.csv")
     assert [row["true \\ predicted"] for row in confusion] == classnames
     assert [[int(row[name]) for name in classnames] for row in confusion] == classification["confusion_matrix"]
@@ -228,7 +251,7 @@ def test_a_local_run_with_fewer_cores_than_portable_numerics_threads_is_refused_
     )
     assert not (workdir / "results").exists()
     edit_config(workdir, lambda config: config.update(numerics="native"))
-    result = snakemake(workdir, "--cores", "1", "results/datasets/shapes-test/meta.json")
+    result = snakemake(workdir, "--cores", "1", shared_path(workdir, "dataset_meta", dataset="shapes-test"))
     assert result.returncode == 0 and job_counts(result.stdout + result.stderr) == {"prepare_shapes": 1}
 
 
@@ -292,7 +315,8 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     config = yaml.safe_load(config_path.read_text())
     assert planned_jobs(workdir) == {}
 
-    config["models"]["tiny-copy"] = {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}
+    trained = recorded_folders(workdir)["checkpoints"]["tiny-shapes"]
+    config["models"]["tiny-copy"] = {"arch": "clipeval-tiny", "pretrained": trained}
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # its retrieval jobs on shapes-test and its classification jobs on shapes-classes
     assert planned_jobs(workdir) == {
@@ -316,7 +340,7 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
         "report_tables": 1,
     }
 
-    write_cnclip_files(workdir, workdir / "results/datasets/shapes-test")
+    write_cnclip_files(workdir, workdir / recorded_folders(workdir)["datasets"]["shapes-test"])
     config["datasets"]["flickr-like"] = {
         "format": "cnclip",
         "task": "retrieval",
@@ -380,20 +404,27 @@ def test_new_model_and_new_dataset_add_only_their_own_jobs(default_run, tmp_path
     ]
 
 
-def test_another_experiments_checkpoint_is_read_not_remade(default_run, tmp_path):
-    """A second experiment in the same directory names the first one's trained checkpoint as `pretrained:`."""
+def copy_of_run(run, tmp_path):
+    """A copy of the workflow with a finished run's results and Snakemake's records of them."""
     workdir = copy_workflow(tmp_path)
-    shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
+    shutil.copytree(run / "results", workdir / "results", symlinks=True)
     shutil.copytree(
-        default_run / ".snakemake",
+        run / ".snakemake",
         workdir / ".snakemake",
         symlinks=True,
         ignore=shutil.ignore_patterns("log", "locks", "incomplete"),
     )
+    return workdir
+
+
+def test_another_experiments_checkpoint_is_read_not_remade(default_run, tmp_path):
+    """A second experiment in the same directory names the first one's trained checkpoint as `pretrained:`."""
+    workdir = copy_of_run(default_run, tmp_path)
     config = yaml.safe_load((workdir / "config/config.yaml").read_text())
+    trained = recorded_folders(workdir)["checkpoints"]["tiny-shapes"]
     other = {
         "datasets": {"shapes-test": config["datasets"]["shapes-test"]},
-        "models": {"reused": {"arch": "clipeval-tiny", "pretrained": "results/models/tiny-shapes/checkpoint.pt"}},
+        "models": {"reused": {"arch": "clipeval-tiny", "pretrained": trained}},
         "extract": config["extract"],
     }
     (workdir / "config/other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
@@ -408,27 +439,38 @@ def test_another_experiments_checkpoint_is_read_not_remade(default_run, tmp_path
     }
 
 
-def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(default_run, tmp_path):
-    workdir = copy_workflow(tmp_path)
-    shutil.copytree(default_run / "results", workdir / "results", symlinks=True)
-    shutil.copytree(
-        default_run / ".snakemake",
-        workdir / ".snakemake",
-        symlinks=True,
-        ignore=shutil.ignore_patterns("log", "locks", "incomplete"),
-    )
+# The default experiment's scores of its model on its retrieval dataset.
+SCORES = "results/experiments/default/scores/tiny-shapes/shapes-test/retrieval.json"
+# What a second experiment runs when every shared artifact it needs exists: its own scores and report.
+SCORED_HERE = {"score_retrieval": 1, "summary": 1, "all": 1, **REPORT}
+
+
+def planned_folder(workdir, config_file, *args):
+    """The results/experiments/ folder a dry run of `config_file` writes its summary to, and its notes."""
+    result = snakemake(workdir, "--dry-run", "--configfile", config_file, *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [folder] = set(re.findall(r"results/experiments/([^/\s]+)/summary\.csv", result.stdout))
+    return folder, [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+
+
+def test_experiments_share_what_they_define_alike_and_never_block_each_other(default_run, tmp_path):
+    workdir = copy_of_run(default_run, tmp_path)
     default_summary = (workdir / "results/experiments/default/summary.md").read_bytes()
     config = yaml.safe_load((workdir / "config/config.yaml").read_text())
     second = {
         "datasets": {name: config["datasets"][name] for name in ("shapes-train", "shapes-test")},
         "models": config["models"],
     }
-    (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
 
-    # The same model on the same dataset: its results are the default experiment's, computed once; the
-    # summary and the report are its own.
-    assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {"summary": 1, "all": 1, **REPORT}
-    assert not (workdir / "results/experiments/second").exists(), "a dry run claimed the experiment's names"
+    def write(name, content):
+        (workdir / f"config/{name}.yaml").write_text(yaml.safe_dump(content, sort_keys=False))
+        return f"config/{name}.yaml"
+
+    # The same model on the same dataset: its dataset, checkpoint, features and predictions are the default
+    # experiment's, computed once; its scores, summary and report are its own.
+    write("second", second)
+    assert planned_jobs(workdir, "--configfile", "config/second.yaml") == SCORED_HERE
+    assert not (workdir / "results/experiments/second").exists(), "a dry run wrote the experiment"
     result = snakemake(workdir, "--cores", JOB_CORES, "--configfile", "config/second.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     [second_row], default_row = read_summary(workdir, "second"), read_summary(workdir)[0]
@@ -449,37 +491,56 @@ def test_experiments_side_by_side_share_results_and_keep_their_own_summaries(def
         "results/experiments/second/summary.csv",
     ]
 
-    # Another definition under a shared name would overwrite the default experiment's model and scores.
-    second["models"]["tiny-shapes"]["train"]["epochs"] = 3
-    (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
-    result = snakemake(workdir, "--cores", JOB_CORES, "--configfile", "config/second.yaml")
-    assert config_error_line(result) == (
-        "config error: models.tiny-shapes: experiment 'default' (results/experiments/default/experiment.json)"
-        " defines it otherwise (train.epochs: 3 here, 12 there); both would write its results: rename it in"
-        " this config, or delete results/experiments/default if that experiment is done with"
-    )
-    # Under its own name it runs beside the default experiment (a dry run here: training is minutes).
-    second["models"] = {"tiny-3-epochs": second["models"]["tiny-shapes"]}
-    (workdir / "config/second.yaml").write_text(yaml.safe_dump(second, sort_keys=False))
-    assert planned_jobs(workdir, "--configfile", "config/second.yaml") == {
+    # A setting that only scoring reads re-scores this experiment and extracts nothing; the other is untouched.
+    write("second", {**second, "metrics": {"bootstrap": 200}})
+    assert run_jobs(workdir, "--configfile", "config/second.yaml") == SCORED_HERE
+    assert json.loads((workdir / SCORES).read_text())["bootstrap"]["replicates"] == 1000
+    second_scores = workdir / SCORES.replace("/default/", "/second/")
+    assert json.loads(second_scores.read_text())["bootstrap"]["replicates"] == 200
+    assert planned_jobs(workdir) == {}
+
+    # One definition under other names is the same model and dataset: nothing to prepare, train or extract.
+    model = copy.deepcopy(config["models"]["tiny-shapes"])
+    model["train"]["dataset"] = "my-train"
+    renamed = {
+        "datasets": {"my-train": config["datasets"]["shapes-train"], "my-test": config["datasets"]["shapes-test"]},
+        "models": {"my-tiny": model},
+    }
+    assert planned_jobs(workdir, "--configfile", write("renamed", renamed)) == SCORED_HERE
+
+    # Another definition under a taken name gets its own artifacts (a dry run: training is minutes).
+    model = copy.deepcopy(config["models"]["tiny-shapes"])
+    model["train"]["epochs"] = 3
+    assert planned_jobs(workdir, "--configfile", write("second", {**second, "models": {"tiny-shapes": model}})) == {
         "train": 1,
         "describe_model": 1,
         **EXTRACTION,
         "knn": 2,
-        "score_retrieval": 1,
-        "summary": 1,
-        "all": 1,
-        **REPORT,
+        **SCORED_HERE,
     }
 
-    # Another config file under a name already taken would overwrite that experiment's summary.
-    (workdir / "config/copy.yaml").write_text(yaml.safe_dump({**second, "experiment": "second"}, sort_keys=False))
-    result = snakemake(workdir, "--cores", JOB_CORES, "--configfile", "config/copy.yaml")
-    assert config_error_line(result) == (
-        "config error: experiment: 'second' is the experiment of config/second.yaml"
-        " (results/experiments/second/experiment.json): give this config another name (experiment: NAME),"
-        " or delete results/experiments/second"
+    # A copied config under a name another config's run holds is a new experiment, unless it takes the name over.
+    write("second", second)
+    copy_file = write("copy", {**second, "experiment": "second"})
+    assert planned_folder(workdir, copy_file) == (
+        "second-2",
+        [
+            "note: experiment 'second' is the experiment of config/second.yaml"
+            " (results/experiments/second/experiment.json); this config's results go to"
+            " results/experiments/second-2 (replace: true would take the name over)"
+        ],
     )
+    assert planned_folder(workdir, copy_file, "--config", "replace=True") == ("second", [])
+
+    # A failed first run holds no name: a copy with the name writes it.
+    broken = {**second, "experiment": "third"}
+    broken["datasets"] = {**second["datasets"], "shapes-test": {"format": "cnclip", "task": "retrieval"}}
+    (workdir / "broken.tsv").write_text("1\tnot base64 of an image\n")
+    (workdir / "broken.jsonl").write_text('{"text_id": 1, "text": "a", "image_ids": [1]}\n')
+    broken["datasets"]["shapes-test"].update(images="broken.tsv", texts="broken.jsonl")
+    result = snakemake(workdir, "--cores", JOB_CORES, "--configfile", write("third", broken))
+    assert result.returncode == 1 and not (workdir / "results/experiments/third/experiment.json").exists()
+    assert planned_folder(workdir, write("third-fixed", {**second, "experiment": "third"})) == ("third", [])
 
 
 def test_a_mistyped_path_stops_the_run_even_when_results_exist(default_run, tmp_path):
@@ -544,7 +605,8 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
             arguments = re.search(r"compare-models --arguments-file (\S+) --dataset (\S+) ", command)
             dataset = arguments[2]
             compared.add(dataset)
-            ranks = [f"results/scores/{name}/{dataset}/{tasks[dataset]}-ranks.json" for name in names]
+            scores = "results/experiments/default/scores"
+            ranks = [f"{scores}/{name}/{dataset}/{tasks[dataset]}-ranks.json" for name in names]
             assert json.loads((workdir / arguments[1]).read_text()) == [
                 *ranks,
                 "--names",

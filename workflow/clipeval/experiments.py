@@ -1,15 +1,18 @@
 """Experiments side by side in one results/ folder.
 
-Each experiment (a config with a name) keeps its own summary and comparisons
-under results/experiments/NAME/, beside a record of what it defines:
-experiment.json. Datasets, models, features, predictions and scores are
-stored by model and dataset name and shared between experiments, so an
-identical definition is computed once. A name that another experiment
-defines otherwise would overwrite that experiment's results; these checks
-find it before anything runs. The record's format is in docs/ARCHITECTURE.md.
+Each experiment (a config with a name) keeps what depends on its settings
+(scores, comparisons, summary, report) under results/experiments/NAME/,
+beside a record of what it defines: experiment.json, written when a run of
+it succeeds. Datasets, models, features and predictions are shared, stored
+under the key of their definition (planning/keys.py), so experiments never
+overwrite each other's. A name belongs to the config files whose successful
+run recorded it; another config with that name writes NAME-2 (or -3 …)
+unless it says `replace: true`. The record's format is in
+docs/ARCHITECTURE.md.
 """
 
 import csv
+import itertools
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
@@ -18,9 +21,7 @@ from clipeval.storage.jsonl import read_json
 
 EXPERIMENTS_DIR = "experiments"
 RECORD_NAME = "experiment.json"
-# A record's sections whose entries own shared results: datasets and models by
-# name, scores by "MODEL on DATASET".
-SHARED_SECTIONS = ("datasets", "models", "scores")
+RECORD_SECTIONS = ("datasets", "models", "scores")
 SHOWN_DIFFERENCES = 3
 
 
@@ -34,10 +35,10 @@ def record_path(results: Path, name: str) -> Path:
 
 def read_record(path: Path) -> dict:
     record = read_json(path)
-    missing = [key for key in ("experiment", "config_files", *SHARED_SECTIONS) if key not in record]
+    missing = [key for key in ("experiment", "config_files", *RECORD_SECTIONS) if key not in record]
     if missing:
         raise ClipevalError(f"{path}: not an experiment record (no {', '.join(missing)})")
-    wrong = [key for key in SHARED_SECTIONS if not isinstance(record[key], dict)]
+    wrong = [key for key in RECORD_SECTIONS if not isinstance(record[key], dict)]
     if wrong or not isinstance(record["config_files"], list):
         raise ClipevalError(
             f"{path}: not an experiment record ({', '.join(wrong) or 'config_files'} of the wrong type)"
@@ -52,10 +53,16 @@ def read_record(path: Path) -> dict:
     return record
 
 
-def other_records(results: Path, name: str) -> list[tuple[Path, dict]]:
-    """Every other experiment's (record path, record), by name."""
-    paths = sorted(Path(results).glob(f"{EXPERIMENTS_DIR}/*/{RECORD_NAME}"))
-    return [(path, read_record(path)) for path in paths if path.parent.name != name]
+def experiment_folder(name: str, config_files: list[str], results: Path, replace: bool = False) -> str:
+    """The experiment a run of these config files writes: `name`, unless another config's successful run
+    recorded it; then the first of NAME-2, NAME-3 … that is these files' own or free. With `replace`, `name`."""
+    candidates = itertools.chain([name], (f"{name}-{number}" for number in itertools.count(2)))
+    return next(candidate for candidate in candidates if replace or _free_or_own(candidate, config_files, results))
+
+
+def _free_or_own(name: str, config_files: list[str], results: Path) -> bool:
+    path = record_path(results, name)
+    return not path.is_file() or read_record(path)["config_files"] == config_files
 
 
 def flatten(value, prefix="") -> dict:
@@ -78,58 +85,6 @@ def differences(ours, theirs) -> list[tuple[str, object, object]]:
         if mine != other:
             found.append((key, "unset" if mine is missing else mine, "unset" if other is missing else other))
     return found
-
-
-def describe_differences(found) -> str:
-    shown = [f"{key or 'the entry'}: {mine!r} here, {other!r} there" for key, mine, other in found[:SHOWN_DIFFERENCES]]
-    if len(found) > SHOWN_DIFFERENCES:
-        shown.append(f"and {len(found) - SHOWN_DIFFERENCES} more")
-    return "; ".join(shown)
-
-
-def name_conflict(ours: dict, theirs: dict, their_path: Path) -> str | None:
-    """A config error for the first dataset, model or scored pair that the other experiment defines otherwise."""
-    other = theirs["experiment"]
-    remedy = f"rename it in this config, or delete {their_path.parent} if that experiment is done with"
-    for section in ("datasets", "models"):
-        for name, entry in ours[section].items():
-            if name in theirs[section] and entry != theirs[section][name]:
-                found = describe_differences(differences(entry, theirs[section][name]))
-                return (
-                    f"{section}.{name}: experiment {other!r} ({their_path}) defines it otherwise ({found});"
-                    f" both would write its results: {remedy}"
-                )
-    for pair, settings in ours["scores"].items():
-        if pair in theirs["scores"] and settings != theirs["scores"][pair]:
-            found = differences(settings, theirs["scores"][pair])
-            return (
-                f"{found[0][0]}: experiment {other!r} ({their_path}) scores {pair} with other settings"
-                f" ({describe_differences(found)}); both would write its scores: give the model another"
-                " name in one of them"
-            )
-    return None
-
-
-def experiment_conflict(record: dict, results: Path) -> str | None:
-    """Why this experiment cannot run beside the others in `results`, or None.
-
-    Its own earlier record is not a conflict (a changed definition re-runs
-    what depends on it), unless it came from other config files: then two
-    configs share one name and would overwrite each other's summary.
-    """
-    own = record_path(results, record["experiment"])
-    if own.is_file():
-        earlier = read_record(own)
-        if earlier["config_files"] != record["config_files"]:
-            return (
-                f"experiment: {record['experiment']!r} is the experiment of {', '.join(earlier['config_files'])}"
-                f" ({own}): give this config another name (experiment: NAME), or delete {own.parent}"
-            )
-    for path, theirs in other_records(results, record["experiment"]):
-        found = name_conflict(record, theirs, path)
-        if found:
-            return found
-    return None
 
 
 def summary_rows(path: Path) -> dict:

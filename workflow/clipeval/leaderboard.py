@@ -1,19 +1,22 @@
 """Every scored (model, dataset) pair of a results folder pivoted into one table: models × datasets.
 
 Each cell is the task's headline metric (metric_catalog.MAIN_METRIC) with its
-95% interval, read from the pair's score file, which every experiment that
-scores the pair shares. Within a dataset's column, the pairs scored under
-settings other than the column's most common ones are marked, and a note
-says how they differ: their numbers are not comparable with the others.
+95% interval, read from the pair's score file in the experiment that scored
+it. One model scored by several experiments is one row while they agree on
+its definition and, per dataset, on the scoring settings; otherwise each
+experiment's is a row of its own, "MODEL (EXPERIMENT)". Within a dataset's
+column, the pairs scored under settings other than the column's most common
+ones are marked, and a note says how they differ: their numbers are not
+comparable with the others.
 """
 
 import html
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
-from clipeval.experiments import differences
+from clipeval.experiments import EXPERIMENTS_DIR, differences
 from clipeval.metric_catalog import MAIN_METRIC
 from clipeval.storage.jsonl import read_json
 
@@ -22,9 +25,10 @@ SETTINGS = ("metrics", "knn", "extract")
 
 
 def scored_pairs(results: Path) -> list[dict]:
-    """One entry per score file under results/scores/MODEL/DATASET/, in model and dataset order."""
+    """One entry per score file under results/experiments/NAME/scores/MODEL/DATASET/, in experiment, model and
+    dataset order."""
     pairs = []
-    for path in sorted(Path(results).glob("scores/*/*/*.json")):
+    for path in sorted(Path(results).glob(f"{EXPERIMENTS_DIR}/*/scores/*/*/*.json")):
         if path.stem not in MAIN_METRIC:  # the ranks files beside the scores
             continue
         scores = read_json(path)
@@ -32,18 +36,46 @@ def scored_pairs(results: Path) -> list[dict]:
         if not isinstance(scores.get(metric), (int, float)):
             raise ClipevalError(f"{path}: no {metric} value, so not a clipeval score file")
         config = scores.get("provenance", {}).get("config", {})
+        model = {key: value for key, value in config.get("model", {}).items() if key != "name"}
         pairs.append(
             {
+                "experiment": path.parents[3].name,
                 "model": path.parent.parent.name,
                 "dataset": path.parent.name,
                 "task": path.stem,
                 "metric": metric,
                 "value": scores[metric],
                 "interval": scores.get("intervals", {}).get(metric),
+                "definition": model,
                 "settings": {section: config.get(section) for section in SETTINGS},
             }
         )
-    return pairs
+    return labelled_rows(pairs)
+
+
+def labelled_rows(pairs: list[dict]) -> list[dict]:
+    """The pairs, each `model` its row's label, one pair per row and dataset: a model's name, or "MODEL
+    (EXPERIMENT)" for each experiment's where experiments give the model other definitions, or score it on a
+    dataset under other settings."""
+    definitions, cells = defaultdict(set), defaultdict(set)
+    for pair in pairs:
+        # A precomputed-features model's provenance names the files of its dataset alone.
+        entry = {key: value for key, value in pair["definition"].items() if key != "features"}
+        definitions[pair["model"]].add(_signature(entry))
+        cells[pair["model"], pair["dataset"]].add(_signature([pair["definition"], pair["settings"]]))
+    split = {model for model, found in definitions.items() if len(found) > 1}
+    split |= {model for (model, _), found in cells.items() if len(found) > 1}
+    rows, seen = [], set()
+    for pair in pairs:
+        label = f"{pair['model']} ({pair['experiment']})" if pair["model"] in split else pair["model"]
+        if (label, pair["dataset"]) not in seen:
+            seen.add((label, pair["dataset"]))
+            rows.append({**pair, "model": label})
+    return rows
+
+
+def _signature(value) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def pivot(pairs: list[dict]) -> dict:

@@ -9,7 +9,7 @@ rule encode_classes:
     output:
         classes=ARTIFACTS["class_features"],
     log:
-        "logs/classify/{model}/{dataset}/classes.log",
+        "logs/classify/{model_key}/{dataset_key}/classes.log",
     cache: True
     conda:
         ENV_FILE
@@ -17,9 +17,9 @@ rule encode_classes:
     resources:
         **speed_knobs("extract"),
     params:
-        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
+        arch=model_setting("arch"),
         pretrained=pretrained_option,
-        precision=lambda wildcards: PLAN.model_precision(wildcards.model),
+        precision=model_precision,
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
@@ -35,10 +35,10 @@ rule score_classification:
     input:
         unpack(classification_score_inputs),
     output:
-        metrics=ARTIFACTS["classification_scores"],
-        ranks=ARTIFACTS["classification_ranks"],
+        metrics=PLAN.experiment_artifact("classification_scores"),
+        ranks=PLAN.experiment_artifact("classification_ranks"),
     log:
-        "logs/classify/{model}/{dataset}/score.log",
+        f"logs/classify/{PLAN.experiment_name()}/{{model}}/{{dataset}}/score.log",
     conda:
         ENV_FILE
     params:

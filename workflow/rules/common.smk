@@ -17,16 +17,18 @@ from clipeval.codegraph import CodeGraph
 from clipeval.config_errors import config_error, duplicate_key_error, oversized_error
 from clipeval.data.sources import FILE, FOLDER, format_names
 from clipeval.errors import ClipevalError
+from clipeval.experiments import experiment_dir, experiment_folder, read_record, record_path
 from clipeval.features.pixels import RECIPE_PATTERN as PIXEL_RECIPE_PATTERN
 from clipeval.features.sharding import pixel_shards_read, shard_count
 from clipeval.models.numerics import PORTABLE_THREADS
 from clipeval.planning import fingerprints
 from clipeval.planning.argument_files import argument_file
-from clipeval.planning.artifacts import ARTIFACTS, names_matching
+from clipeval.planning.artifacts import ARTIFACTS, RESULTS, names_matching
 from clipeval.planning.checks import check_cores, check_plan
 from clipeval.planning.model_checks import check_in_subprocess, check_models
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
+from clipeval.storage.jsonl import write_json
 
 ENV_FILE = "../../envs/clipeval.yaml"
 
@@ -123,13 +125,24 @@ def local_cores():
 
 
 def checked_plan():
-    """The validated config, its derived defaults filled in, read into a Plan and checked."""
+    """The validated config, its derived defaults filled in, read into a Plan and checked, writing the
+    experiment folder that is its own (experiments.experiment_folder)."""
     fill_metric_defaults(config)
     try:
         plan = Plan(config, config_files())
         check_plan(plan)
-    except ConfigError as error:
+        configured = plan.configured_experiment_name()
+        plan.experiment = experiment_folder(configured, plan.config_files, RESULTS, config["replace"])
+    except ClipevalError as error:
         fail(str(error))
+    if plan.experiment != configured:
+        holder = record_path(RESULTS, configured)
+        print(
+            f"note: experiment {configured!r} is the experiment of {', '.join(read_record(holder)['config_files'])}"
+            f" ({holder}); this config's results go to {experiment_dir(RESULTS, plan.experiment)}"
+            " (replace: true would take the name over)",
+            file=sys.stderr,
+        )
     return plan
 
 
@@ -158,8 +171,6 @@ def check_models_as_the_run_starts():
 
 
 def write_experiment_record():
-    """Claims this experiment's names before its first job runs (run from onstart, so never in a dry run)."""
-    from clipeval.experiments import record_path
-    from clipeval.storage.jsonl import write_json
-
-    written_or_fail(write_json, record_path(Path("results"), PLAN.experiment_name()), PLAN.experiment_record())
+    """Records what this experiment defines once a run of it succeeded (onsuccess: never in a dry run), which
+    makes its name this config's: a failed first run holds nothing."""
+    written_or_fail(write_json, record_path(RESULTS, PLAN.experiment_name()), PLAN.experiment_record())

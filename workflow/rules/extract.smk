@@ -14,15 +14,15 @@ checkpoint describe_model:
     output:
         meta=ARTIFACTS["model_meta"],
     log:
-        "logs/extract/{model}/meta.log",
+        "logs/extract/{model_key}/meta.log",
     wildcard_constraints:
-        model=names_matching(name for name in config["models"] if not PLAN.is_features_model(name)),
+        model_key=model_keys_where(lambda entry: "features" not in entry),
     conda:
         ENV_FILE
     params:
-        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
+        arch=model_setting("arch"),
         pretrained=pretrained_option,
-        precision=lambda wildcards: PLAN.model_precision(wildcards.model),
+        precision=model_precision,
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
@@ -38,9 +38,9 @@ rule describe_features_model:
     output:
         meta=ARTIFACTS["model_meta"],
     log:
-        "logs/extract/{model}/meta.log",
+        "logs/extract/{model_key}/meta.log",
     wildcard_constraints:
-        model=names_matching(name for name in config["models"] if PLAN.is_features_model(name)),
+        model_key=model_keys_where(lambda entry: "features" in entry),
     conda:
         ENV_FILE
     params:
@@ -56,7 +56,7 @@ rule extract_text_features:
     output:
         texts=ARTIFACTS["text_features"],
     log:
-        "logs/extract/{model}/{dataset}/texts.log",
+        "logs/extract/{model_key}/{dataset_key}/texts.log",
     cache: True
     conda:
         ENV_FILE
@@ -64,9 +64,9 @@ rule extract_text_features:
     resources:
         **speed_knobs("extract"),
     params:
-        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
+        arch=model_setting("arch"),
         pretrained=pretrained_option,
-        precision=lambda wildcards: PLAN.model_precision(wildcards.model),
+        precision=model_precision,
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
@@ -84,9 +84,10 @@ rule decode_pixels:
     output:
         shard=directory(ARTIFACTS["pixel_shard"]),
     log:
-        "logs/extract/{dataset}/pixels/{recipe}/{shard}.log",
+        "logs/extract/{dataset_key}/pixels/{recipe}/by-{shard_size}/{shard}.log",
     wildcard_constraints:
         recipe=PIXEL_RECIPE_PATTERN,
+        shard_size=r"\d+",
         shard=r"\d+",
     conda:
         ENV_FILE
@@ -94,7 +95,7 @@ rule decode_pixels:
     resources:
         **speed_knobs("extract"),
     params:
-        images=lambda wildcards: PLAN.artifact("dataset_images", dataset=wildcards.dataset),
+        images=dataset_artifact("dataset_images"),
         shard_size=config["extract"]["shard_size"],
         definition=definition,
         code=code_fingerprint("decode-pixels"),
@@ -110,8 +111,9 @@ rule extract_image_shard:
     output:
         shard=ARTIFACTS["image_shard"],
     log:
-        "logs/extract/{model}/{dataset}/images-{shard}.log",
+        "logs/extract/{model_key}/{dataset_key}/images-by-{shard_size}-{shard}.log",
     wildcard_constraints:
+        shard_size=r"\d+",
         shard=r"\d+",
     cache: True
     conda:
@@ -120,11 +122,11 @@ rule extract_image_shard:
     resources:
         **speed_knobs("extract"),
     params:
-        images=lambda wildcards: PLAN.artifact("dataset_images", dataset=wildcards.dataset),
+        images=dataset_artifact("dataset_images"),
         shard_size=config["extract"]["shard_size"],
-        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
+        arch=model_setting("arch"),
         pretrained=pretrained_option,
-        precision=lambda wildcards: PLAN.model_precision(wildcards.model),
+        precision=model_precision,
         preprocess=preprocess_option,
         numerics=config["numerics"],
         pixels=pixels_option,
@@ -144,7 +146,7 @@ rule gather_image_features:
     output:
         images=ARTIFACTS["image_features"],
     log:
-        "logs/extract/{model}/{dataset}/gather.log",
+        "logs/extract/{model_key}/{dataset_key}/gather.log",
     cache: True
     conda:
         ENV_FILE

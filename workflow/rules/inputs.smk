@@ -6,21 +6,33 @@
 
 # --- what several stages' jobs are given
 
+# A shared artifact's job (prepare, train, extract, knn) has the keys of its
+# model and dataset as wildcards (planning/artifacts.py); any of the config's
+# names with that key stands for its definition.
+
+
+def model_of(wildcards):
+    return PLAN.model_named(wildcards.model_key)
+
+
+def dataset_of(wildcards):
+    return PLAN.dataset_named(wildcards.dataset_key)
+
 
 def definition(wildcards):
-    """The config entries of the models and dataset behind a job, and the content of the models' files, as a
-    param (Plan.definition)."""
+    """The definitions of the model and dataset behind a shared job, and the content of the model's files, as
+    a param (Plan.definition)."""
     names = wildcards.keys()
     return PLAN.definition(
-        [wildcards.model] if "model" in names else [],
-        wildcards.dataset if "dataset" in names else None,
+        [model_of(wildcards)] if "model_key" in names else [],
+        dataset_of(wildcards) if "dataset_key" in names else None,
         content_digest,
     )
 
 
 def prepare_definition(wildcards):
     """definition() of a prepare job, which reads the dataset's source files and folders."""
-    return PLAN.definition([], wildcards.dataset, content_digest, reads_sources=True)
+    return PLAN.definition([], dataset_of(wildcards), content_digest, reads_sources=True)
 
 
 def comparison_definition(wildcards):
@@ -38,50 +50,90 @@ def result_config(wildcards):
     return PLAN.result_config(wildcards.model, wildcards.dataset)
 
 
+def model_setting(key):
+    """A param: the setting `key` of a shared job's model entry."""
+    return lambda wildcards: PLAN.model(model_of(wildcards))[key]
+
+
+def model_precision(wildcards):
+    return PLAN.model_precision(model_of(wildcards))
+
+
 def preprocess_option(wildcards):
-    return PLAN.preprocess_option(wildcards.model)
+    return PLAN.preprocess_option(model_of(wildcards))
 
 
 def weights_input(wildcards):
-    weights = PLAN.checkpoint_of(wildcards.model)
+    weights = PLAN.checkpoint_of(model_of(wildcards))
     return {"weights": weights} if weights else {}
 
 
 def pretrained_option(wildcards):
     """--pretrained WEIGHTS, none when the entry gives an empty one (a local-dir: or hf-hub: arch): `:q` would
     drop an empty word and leave --pretrained without its value."""
-    pretrained = PLAN.checkpoint_of(wildcards.model) or PLAN.model(wildcards.model).get("pretrained")
+    model = model_of(wildcards)
+    pretrained = PLAN.checkpoint_of(model) or PLAN.model(model).get("pretrained")
     return ["--pretrained", pretrained] if pretrained else []
+
+
+def model_keys_where(condition):
+    """A wildcard constraint: the keys of the models whose entry meets `condition`."""
+    return names_matching(PLAN.model_keys[name] for name, entry in config["models"].items() if condition(entry))
+
+
+def dataset_artifact(name):
+    """A param: a shared job's dataset artifact `name`."""
+    return lambda wildcards: PLAN.artifact(name, dataset=dataset_of(wildcards))
 
 
 # --- prepare (prepare.smk)
 
 
 def datasets_of_format(fmt):
-    return names_matching(n for n, e in config["datasets"].items() if e["format"] == fmt)
+    return names_matching(PLAN.dataset_keys[n] for n, e in config["datasets"].items() if e["format"] == fmt)
 
 
 def source_files_to_track(wildcards):
     return [
         path
-        for setting, value in PLAN.entry_settings(wildcards.dataset, FILE)
+        for setting, value in PLAN.entry_settings(dataset_of(wildcards), FILE)
         for path in setting.files_to_track(value)
     ]
 
 
 def prepare_settings(wildcards):
-    return PLAN.prepare_options(wildcards.dataset)
+    return PLAN.prepare_options(dataset_of(wildcards))
 
 
 # --- train (train.smk)
 
 
+def trained_model_of(wildcards):
+    return PLAN.trained_model_named(wildcards.training_key)
+
+
+def training_dataset(wildcards):
+    return PLAN.model(trained_model_of(wildcards))["train"]["dataset"]
+
+
 def train_inputs(wildcards):
-    dataset = PLAN.model(wildcards.model)["train"]["dataset"]
+    dataset = training_dataset(wildcards)
     return {
         "texts": PLAN.artifact("dataset_texts", dataset=dataset),
         "meta": PLAN.artifact("dataset_meta", dataset=dataset),
     }
+
+
+def train_setting(key):
+    return lambda wildcards: PLAN.model(trained_model_of(wildcards))["train"][key]
+
+
+def trained_arch(wildcards):
+    return PLAN.model(trained_model_of(wildcards))["arch"]
+
+
+def training_dataset_definition(wildcards):
+    return json.dumps(PLAN.dataset_identity(training_dataset(wildcards)), sort_keys=True)
 
 
 # --- extract (extract.smk)
@@ -90,48 +142,47 @@ def train_inputs(wildcards):
 def prepared_image_count(dataset):
     """Images in a prepared dataset; waits for its prepare checkpoint."""
     fmt = PLAN.dataset(dataset)["format"]
-    meta = getattr(checkpoints, f"prepare_{fmt}").get(dataset=dataset).output.meta
+    meta = getattr(checkpoints, f"prepare_{fmt}").get(dataset_key=PLAN.dataset_keys[dataset]).output.meta
     with open(meta) as handle:
         return json.load(handle)["counts"]["images"]
 
 
 def image_shards(wildcards):
+    model, dataset = model_of(wildcards), dataset_of(wildcards)
     shard_size = config["extract"]["shard_size"]
-    count = shard_count(prepared_image_count(wildcards.dataset), shard_size) if shard_size else 1
-    return [
-        PLAN.artifact("image_shard", model=wildcards.model, dataset=wildcards.dataset, shard=index)
-        for index in range(count)
-    ]
+    count = shard_count(prepared_image_count(dataset), shard_size) if shard_size else 1
+    return [PLAN.artifact("image_shard", model=model, dataset=dataset, shard=index) for index in range(count)]
 
 
 def text_extract_inputs(wildcards):
-    return {"texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset), **weights_input(wildcards)}
+    return {"texts": PLAN.artifact("dataset_texts", dataset=dataset_of(wildcards)), **weights_input(wildcards)}
 
 
 def model_pixel_recipe(model):
     """The pixel recipe describe-model found for a model's preprocessing, or None (its extraction decodes the
     images itself); waits for the describe_model checkpoint. A description written before the pixel stage
     names none: its job re-runs (its code changed) and the recipe is read then."""
-    with open(checkpoints.describe_model.get(model=model).output.meta) as handle:
+    with open(checkpoints.describe_model.get(model_key=PLAN.model_keys[model]).output.meta) as handle:
         return json.load(handle).get("pixels")
 
 
 def pixel_shards(wildcards):
     """The pixel shards an extraction shard reads: the same for every model of one recipe."""
-    recipe = model_pixel_recipe(wildcards.model)
+    recipe = model_pixel_recipe(model_of(wildcards))
     if recipe is None:
         return []
+    dataset = dataset_of(wildcards)
     shard_size = config["extract"]["shard_size"]
-    count = prepared_image_count(wildcards.dataset) if shard_size else 0
+    count = prepared_image_count(dataset) if shard_size else 0
     return [
-        PLAN.artifact("pixel_shard", dataset=wildcards.dataset, recipe=recipe, shard=index)
+        PLAN.artifact("pixel_shard", dataset=dataset, recipe=recipe, shard=index)
         for index in pixel_shards_read(int(wildcards.shard), shard_size, count)
     ]
 
 
 def image_extract_inputs(wildcards):
     return {
-        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
+        "dataset_meta": PLAN.artifact("dataset_meta", dataset=dataset_of(wildcards)),
         "pixels": pixel_shards(wildcards),
         **weights_input(wildcards),
     }
@@ -144,14 +195,14 @@ def pixels_option(wildcards, input):
 
 
 def precomputed_feature_files(wildcards):
-    return sorted({path for files in PLAN.model(wildcards.model)["features"].values() for path in files.values()})
+    return sorted({path for files in PLAN.model(model_of(wildcards))["features"].values() for path in files.values()})
 
 
 # --- knn (knn.smk)
 
 
 def knn_inputs(wildcards):
-    files = PLAN.feature_files(wildcards.model, wildcards.dataset)
+    files = PLAN.feature_files(model_of(wildcards), dataset_of(wildcards))
     return {"images": files["images"], "texts": files["texts"]}
 
 
@@ -190,7 +241,7 @@ def predictions_option(wildcards, input):
 
 
 def class_encode_inputs(wildcards):
-    return {"classes": PLAN.artifact("dataset_classes", dataset=wildcards.dataset), **weights_input(wildcards)}
+    return {"classes": PLAN.artifact("dataset_classes", dataset=dataset_of(wildcards)), **weights_input(wildcards)}
 
 
 def classification_score_inputs(wildcards):

@@ -17,9 +17,9 @@ for prepared_format in SOURCE_FORMATS.values():
             images=directory(ARTIFACTS["dataset_images"]),
             meta=ARTIFACTS["dataset_meta"],
         log:
-            "logs/prepare/{dataset}.log",
+            "logs/prepare/{dataset_key}.log",
         wildcard_constraints:
-            dataset=datasets_of_format(prepared_format.name),
+            dataset_key=datasets_of_format(prepared_format.name),
         conda:
             ENV_FILE
         params:

@@ -7,10 +7,10 @@ rule score_retrieval:
     input:
         unpack(score_inputs),
     output:
-        metrics=ARTIFACTS["retrieval_scores"],
-        ranks=ARTIFACTS["retrieval_ranks"],
+        metrics=PLAN.experiment_artifact("retrieval_scores"),
+        ranks=PLAN.experiment_artifact("retrieval_ranks"),
     log:
-        "logs/score/{model}/{dataset}.log",
+        f"logs/score/{PLAN.experiment_name()}/{{model}}/{{dataset}}.log",
     conda:
         ENV_FILE
     params:

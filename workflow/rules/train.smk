@@ -9,25 +9,23 @@ rule train:
     output:
         checkpoint=ARTIFACTS["checkpoint"],
     log:
-        "logs/train/{model}.log",
+        "logs/train/{training_key}.log",
     # Only models this config trains: a `pretrained:` path of the same shape
     # (another experiment's checkpoint) is a plain input.
     wildcard_constraints:
-        model=names_matching(name for name, entry in config["models"].items() if "train" in entry),
+        training_key=names_matching(PLAN.training_keys.values()),
     cache: True
     conda:
         ENV_FILE
     threads: COMPUTE_THREADS
     params:
-        arch=lambda wildcards: PLAN.model(wildcards.model)["arch"],
+        arch=trained_arch,
         dataset_dir=lambda wildcards, input: str(Path(input.meta).parent),
-        epochs=lambda wildcards: PLAN.model(wildcards.model)["train"]["epochs"],
-        batch_size=lambda wildcards: PLAN.model(wildcards.model)["train"]["batch_size"],
-        lr=lambda wildcards: PLAN.model(wildcards.model)["train"]["lr"],
-        seed=lambda wildcards: PLAN.model(wildcards.model)["train"]["seed"],
-        dataset_definition=lambda wildcards: json.dumps(
-            PLAN.dataset(PLAN.model(wildcards.model)["train"]["dataset"]), sort_keys=True
-        ),
+        epochs=train_setting("epochs"),
+        batch_size=train_setting("batch_size"),
+        lr=train_setting("lr"),
+        seed=train_setting("seed"),
+        dataset_definition=training_dataset_definition,
         numerics=config["numerics"],
         code=code_fingerprint("train"),
     shell:

@@ -16,7 +16,10 @@ def run(args):
 
     pairs = scored_pairs(args.results)
     if not pairs:
-        print(f"no scores in {args.results} (each scored pair is under {args.results}/scores/MODEL/DATASET/)")
+        print(
+            f"no scores in {args.results} (each experiment's are under"
+            f" {args.results}/experiments/NAME/scores/MODEL/DATASET/)"
+        )
         return
     table = pivot(pairs)
     text = markdown(table)

@@ -10,31 +10,37 @@ from clipeval.experiments import experiment_dir
 
 RESULTS = Path("results")
 
-# Shared by every experiment in the results folder.
+# Shared by every experiment in the results folder, each under the key of
+# what decides its content (planning/keys.py), never under a config's name
+# for it: two experiments that define one thing share it whatever they call
+# it, and two that give one name to different things write different files.
 ARTIFACTS = {
-    "dataset_images": "results/datasets/{dataset}/images.lmdb",
-    "dataset_texts": "results/datasets/{dataset}/texts.jsonl",
-    "dataset_labels": "results/datasets/{dataset}/labels.jsonl",
-    "dataset_classes": "results/datasets/{dataset}/classes.json",
-    "dataset_meta": "results/datasets/{dataset}/meta.json",
-    "checkpoint": "results/models/{model}/checkpoint.pt",
-    "model_meta": "results/models/{model}/meta.json",
+    "dataset_images": "results/datasets/{dataset_key}/images.lmdb",
+    "dataset_texts": "results/datasets/{dataset_key}/texts.jsonl",
+    "dataset_labels": "results/datasets/{dataset_key}/labels.jsonl",
+    "dataset_classes": "results/datasets/{dataset_key}/classes.json",
+    "dataset_meta": "results/datasets/{dataset_key}/meta.json",
+    # Keyed by what decides the weights alone: another precision or preprocessing trains nothing again.
+    "checkpoint": "results/checkpoints/{training_key}/checkpoint.pt",
+    "model_meta": "results/models/{model_key}/meta.json",
     # A folder: the images of one extraction shard as one preprocessing recipe makes them (features/pixel_files.py).
-    "pixel_shard": "results/pixels/{dataset}/{recipe}/{shard}",
-    "image_shard": "results/features/{model}/{dataset}/image-shards/{shard}.jsonl",
-    "image_features": "results/features/{model}/{dataset}/images.jsonl",
-    "text_features": "results/features/{model}/{dataset}/texts.jsonl",
-    "class_features": "results/features/{model}/{dataset}/classes.jsonl",
-    "predictions": "results/predictions/{model}/{dataset}/{direction}.jsonl",
-    "retrieval_scores": "results/scores/{model}/{dataset}/retrieval.json",
-    "retrieval_ranks": "results/scores/{model}/{dataset}/retrieval-ranks.json",
-    "classification_scores": "results/scores/{model}/{dataset}/classification.json",
-    "classification_ranks": "results/scores/{model}/{dataset}/classification-ranks.json",
+    # Shards of another size hold other images, so the size is part of the path.
+    "pixel_shard": "results/pixels/{dataset_key}/{recipe}/by-{shard_size}/{shard}",
+    "image_shard": "results/features/{model_key}/{dataset_key}/image-shards/by-{shard_size}/{shard}.jsonl",
+    "image_features": "results/features/{model_key}/{dataset_key}/images.jsonl",
+    "text_features": "results/features/{model_key}/{dataset_key}/texts.jsonl",
+    "class_features": "results/features/{model_key}/{dataset_key}/classes.jsonl",
+    "predictions": "results/predictions/{model_key}/{dataset_key}/top-{top_k}/{direction}.jsonl",
 }
 
 # Each experiment's own files, under results/experiments/NAME/ (their logs
-# are logs/STAGE/NAME…): what depends on which models it holds.
+# are logs/STAGE/NAME…), by the names its config gives: what depends on its
+# scoring settings and on which models it holds.
 EXPERIMENT_OUTPUTS = {
+    "retrieval_scores": "scores/{model}/{dataset}/retrieval.json",
+    "retrieval_ranks": "scores/{model}/{dataset}/retrieval-ranks.json",
+    "classification_scores": "scores/{model}/{dataset}/classification.json",
+    "classification_ranks": "scores/{model}/{dataset}/classification-ranks.json",
     "comparisons": "comparisons/{dataset}.json",
     "summary_csv": "summary.csv",
     "summary_markdown": "summary.md",
@@ -67,6 +73,8 @@ def experiment_artifact_pattern(experiment: str, name: str) -> str:
 
 
 def artifact_path(experiment: str, name: str, **wildcards) -> str:
+    """An artifact's path: a shared one's from its keys (model_key, dataset_key, …), an experiment's own from
+    the names its config gives (model, dataset)."""
     pattern = experiment_artifact_pattern(experiment, name) if name in EXPERIMENT_OUTPUTS else ARTIFACTS[name]
     return pattern.format(**wildcards)
 

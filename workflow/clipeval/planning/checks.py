@@ -1,6 +1,6 @@
 """The checks of a config that its schema cannot express, run before any job: the names that become paths,
-names that refer to other entries, knn's depth, the files and folders it names, the other experiments in the
-results folder, and files dated ahead of the clock.
+names that refer to other entries, knn's depth, the files and folders it names, and files dated ahead of the
+clock.
 
 Each raises ConfigError with one line naming the key or file.
 """
@@ -13,8 +13,6 @@ from pathlib import Path
 
 from clipeval.config_errors import location
 from clipeval.data.sources import FILE, FOLDER
-from clipeval.errors import ClipevalError
-from clipeval.experiments import experiment_conflict
 from clipeval.models.numerics import PORTABLE_THREADS, portable_threads_error
 from clipeval.models.pretrained import (
     HF_HUB_PREFIX,
@@ -197,25 +195,13 @@ def _local_time(ns: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ns / 10**9))
 
 
-def check_experiments(plan: Plan, results: Path = RESULTS) -> None:
-    """No dataset, model or score that this experiment shares by name with another is defined otherwise."""
-    try:
-        conflict = experiment_conflict(plan.experiment_record(), results)
-    except ClipevalError as error:
-        raise ConfigError(str(error)) from None
-    if conflict:
-        raise ConfigError(conflict)
-
-
 def check_plan(plan: Plan) -> None:
-    """Every check, in the order a user meets them: names, references, knn's depth, the inputs, the clock,
-    other experiments."""
+    """Every check, in the order a user meets them: names, references, knn's depth, the inputs, the clock."""
     check_names(plan)
     check_references(plan)
     check_knn_depth(plan)
     check_inputs(plan)
     check_clock(plan)
-    check_experiments(plan)
 
 
 def check_cores(numerics: str, cores: int | None) -> None:

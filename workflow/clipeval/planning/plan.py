@@ -5,6 +5,7 @@ A `Plan` holds the config Snakemake has validated (schema defaults filled in)
 and the config files it came from; nothing here needs Snakemake.
 """
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,8 @@ from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import DEFAULT_RECALL_AT
 from clipeval.models.pretrained import is_checkpoint_path, weights_folder
-from clipeval.planning.artifacts import artifact_path, experiment_artifact_pattern
+from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_artifact_pattern
+from clipeval.planning.keys import definition_key
 
 EVALUATED_TASKS = ("retrieval", "classification")
 # Dataset keys that say how a dataset is scored, not what is in it.
@@ -34,9 +36,12 @@ def fill_metric_defaults(config: dict) -> None:
 
 
 class Plan:
-    def __init__(self, config: dict, config_files: list[str]):
+    def __init__(self, config: dict, config_files: list[str], experiment: str | None = None):
+        """`experiment`: the folder under results/experiments/ this run writes to, when it is not the configured
+        name (another config's experiment holds that: experiments.experiment_folder)."""
         self.config = config
         self.config_files = config_files
+        self.experiment = experiment
 
     # --- the config's entries
 
@@ -79,6 +84,58 @@ class Plan:
             return self.artifact("checkpoint", model=model)
         return entry["pretrained"] if is_checkpoint_path(entry["pretrained"]) else None
 
+    # --- what decides the content of shared artifacts, and their keys
+
+    def dataset_identity(self, name: str) -> dict:
+        """What decides a prepared dataset's content: its entry with its format's defaults filled in, without
+        the keys that say how it is scored."""
+        entry = self.dataset(name)
+        settings = SOURCE_FORMATS[entry["format"]].settings
+        defaults = {setting.key: setting.default for setting in settings if setting.default is not None}
+        return {**defaults, **{key: value for key, value in entry.items() if key not in SCORING_KEYS}}
+
+    def model_identity(self, name: str) -> dict:
+        """What decides a model's checkpoint and features (model_definition), the datasets it names (to train
+        on, of its precomputed features) by their keys: their names are this config's own."""
+        definition = self.model_definition(name)
+        if "train" in definition:
+            dataset = self.dataset_keys[definition["train"]["dataset"]]
+            definition = {**definition, "train": {**definition["train"], "dataset": dataset}}
+        if "features" in definition:
+            features = {self.dataset_keys[dataset]: files for dataset, files in definition["features"].items()}
+            definition = {**definition, "features": features}
+        return definition
+
+    def training_identity(self, name: str) -> dict:
+        """What decides a trained model's checkpoint: its arch, training settings and numerics, not how its
+        features are extracted."""
+        identity = self.model_identity(name)
+        return {key: identity[key] for key in ("arch", "train", "numerics")}
+
+    @functools.cached_property
+    def dataset_keys(self) -> dict[str, str]:
+        return {name: definition_key(self.dataset_identity(name)) for name in self.config["datasets"]}
+
+    @functools.cached_property
+    def model_keys(self) -> dict[str, str]:
+        return {name: definition_key(self.model_identity(name)) for name in self.config["models"]}
+
+    @functools.cached_property
+    def training_keys(self) -> dict[str, str]:
+        """{model: key} of the models this config trains."""
+        trained = [name for name, entry in self.config["models"].items() if "train" in entry]
+        return {name: definition_key(self.training_identity(name)) for name in trained}
+
+    def dataset_named(self, key: str) -> str:
+        """The first dataset, in config order, whose definition has this key: any of them defines its content."""
+        return _first_with(self.dataset_keys, key, "dataset")
+
+    def model_named(self, key: str) -> str:
+        return _first_with(self.model_keys, key, "model")
+
+    def trained_model_named(self, key: str) -> str:
+        return _first_with(self.training_keys, key, "trained model")
+
     # --- what is evaluated and compared
 
     def evaluation_pairs(self) -> list[tuple[str, str]]:
@@ -120,9 +177,13 @@ class Plan:
 
     # --- the experiment
 
-    def experiment_name(self) -> str:
+    def configured_experiment_name(self) -> str:
         """The config's `experiment`, else its (last) config file's name without .yaml."""
         return self.config.get("experiment") or Path(self.config_files[-1]).stem
+
+    def experiment_name(self) -> str:
+        """The experiment this run writes: the configured name unless another config's experiment holds it."""
+        return self.experiment or self.configured_experiment_name()
 
     def model_definition(self, name: str) -> dict:
         """A model's entry and the settings that shape its checkpoint and features."""
@@ -139,14 +200,30 @@ class Plan:
         return {"metrics": metrics, "knn": {"top_k": self.config["knn"]["top_k"]}}
 
     def experiment_record(self) -> dict:
-        """What this experiment defines, for the check against the others and results/experiments/NAME/."""
+        """What this experiment defines and where its shared artifacts are, for results/experiments/NAME/."""
+        pairs = self.evaluation_pairs()
         return {
             "experiment": self.experiment_name(),
             "config_files": self.config_files,
             "datasets": self.config["datasets"],
             "models": {name: self.model_definition(name) for name in self.config["models"]},
-            "scores": {
-                f"{model} on {dataset}": self.scoring_settings(dataset) for model, dataset in self.evaluation_pairs()
+            "scores": {f"{model} on {dataset}": self.scoring_settings(dataset) for model, dataset in pairs},
+            "folders": {
+                "datasets": {name: _folder(self.artifact("dataset_meta", dataset=name)) for name in self.dataset_keys},
+                "models": {name: _folder(self.artifact("model_meta", model=name)) for name in self.model_keys},
+                "checkpoints": {name: self.artifact("checkpoint", model=name) for name in self.training_keys},
+                "features": {
+                    f"{model} on {dataset}": _folder(self.feature_files(model, dataset)["images"])
+                    for model, dataset in pairs
+                    if not self.is_features_model(model)
+                },
+                "predictions": {
+                    f"{model} on {dataset}": _folder(
+                        self.artifact("predictions", model=model, dataset=dataset, direction="t2i")
+                    )
+                    for model, dataset in pairs
+                    if self.dataset(dataset)["task"] == "retrieval" and self.retrieval_protocol(dataset) == "full"
+                },
             },
             "config": self.config,
         }
@@ -154,6 +231,21 @@ class Plan:
     # --- paths
 
     def artifact(self, name: str, **wildcards) -> str:
+        """An artifact's path; a shared one's `model` and `dataset` names become their keys, its `top_k` and
+        `shard_size` this config's (a checkpoint's key is its training's: training_keys)."""
+        if name in ARTIFACTS:
+            if "model" in wildcards:
+                model = wildcards.pop("model")
+                wildcards["model_key"] = self.model_keys[model]
+                if model in self.training_keys:
+                    wildcards["training_key"] = self.training_keys[model]
+            if "dataset" in wildcards:
+                wildcards["dataset_key"] = self.dataset_keys[wildcards.pop("dataset")]
+            pattern = ARTIFACTS[name]
+            if "{top_k}" in pattern:
+                wildcards.setdefault("top_k", self.config["knn"]["top_k"])
+            if "{shard_size}" in pattern:
+                wildcards.setdefault("shard_size", self.config["extract"]["shard_size"])
         return artifact_path(self.experiment_name(), name, **wildcards)
 
     def experiment_artifact(self, name: str) -> str:
@@ -182,7 +274,8 @@ class Plan:
         content: Callable[[str, str], str] | None = None,
         reads_sources: bool = False,
     ) -> str:
-        """The config entries of the models and datasets behind a job, as a param; with `content(kind, path)`
+        """The definitions of the models and dataset behind a job (without their names: a shared job is the same
+        job whatever a config calls them), as a param; with `content(kind, path)`
         also the digests of the files and folders of the config that the job reads itself: the models' (their
         checkpoints, weights folders and precomputed features), and the dataset's source files and folders
         when it `reads_sources` (its prepare job).
@@ -194,9 +287,9 @@ class Plan:
         The jobs after it need not see it: a job that runs re-runs every job
         that reads its outputs.
         """
-        entry = {f"model {name}": self.model(name) for name in models}
+        entry = {"models": [self.model_identity(name) for name in models]}
         if dataset is not None:
-            entry["dataset"] = {k: v for k, v in self.dataset(dataset).items() if k not in SCORING_KEYS}
+            entry["dataset"] = self.dataset_identity(dataset)
         if content is not None:
             read = self.model_inputs(models) + (self.dataset_inputs(dataset) if reads_sources else [])
             entry["content"] = {path: content(kind, path) for kind, path in read}
@@ -268,3 +361,14 @@ class Plan:
         settings = self.config["report"]
         flags = {"--failures": "failures", "--shown": "shown", "--thumbnail": "thumbnail_size"}
         return [word for flag, key in flags.items() for word in (flag, str(settings[key]))]
+
+
+def _first_with(keys: dict[str, str], key: str, kind: str) -> str:
+    for name, its_key in keys.items():
+        if its_key == key:
+            return name
+    raise ConfigError(f"no {kind} of this config has the key {key!r}")
+
+
+def _folder(path: str) -> str:
+    return str(Path(path).parent)
