@@ -18,7 +18,7 @@ LAYERS = (
     ("retrieval", "classification"),
     ("comparison",),
     ("reporting",),
-    ("experiments", "leaderboard", "config_errors", "codegraph"),
+    ("experiments", "leaderboard", "pruning", "config_errors", "codegraph"),
     ("commands", "cli", "__main__"),
     ("planning",),
 )
