@@ -53,6 +53,7 @@ LONGEST_FIRST = (
     "test_slurm.py",
     "test_caching.py",
     "test_examples.py",
+    "test_workflow_checks.py",
     "test_fuzz_readers.py",
     "test_cli.py",
     "test_runtime_dependencies.py",
@@ -64,6 +65,7 @@ LONGEST_FIRST = (
 WORKFLOW_FILES = {
     "test_slurm.py",
     "test_workflow.py",
+    "test_workflow_checks.py",
     "test_caching.py",
     "test_rerun_formats.py",
     "test_reproducibility.py",

@@ -56,6 +56,12 @@ def planned_jobs(workdir, *args, env=None):
     return job_counts(result.stdout + result.stderr)
 
 
+# The jobs of one model's extraction of one dataset, and an experiment's report of one model on one retrieval
+# dataset.
+EXTRACTION = {"extract_text_features": 1, "extract_image_shard": 1, "gather_image_features": 1}
+REPORT = {"report_tables": 1, "plot_retrieval": 1, "retrieval_failures": 1}
+
+
 # Cores the tests' runs give Snakemake. Training, extraction and knn jobs
 # reserve two threads each, so with two cores they would run one at a time;
 # in the tests' small experiments such a job spends most of its seconds

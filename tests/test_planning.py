@@ -1,6 +1,6 @@
 """The planning package without Snakemake: what a config evaluates and compares, the settings behind each
 result, its checks with their exact messages, artifact paths, folder digests and code fingerprints.
-tests/test_workflow.py runs some of the same checks through Snakemake, as a user meets them."""
+tests/test_workflow_checks.py runs some of the same checks through Snakemake, as a user meets them."""
 
 import copy
 import json
