@@ -22,7 +22,6 @@ from clipeval.storage.jsonl import read_json
 EXPERIMENTS_DIR = "experiments"
 RECORD_NAME = "experiment.json"
 RECORD_SECTIONS = ("datasets", "models", "scores")
-SHOWN_DIFFERENCES = 3
 
 
 def experiment_dir(results: Path, name: str) -> Path:
