@@ -69,10 +69,7 @@ def test_make_run_takes_another_experiments_config():
 
 def test_evaluate_picks_pairs(tmp_path):
     workdir = copy_workflow(tmp_path)
-    config_path = workdir / "config/config.yaml"
-    config = yaml.safe_load(config_path.read_text())
-    config["evaluate"] = [{"model": "tiny-shapes", "dataset": "shapes-test"}]
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    edit_config(workdir, lambda config: config.update(evaluate=[{"model": "tiny-shapes", "dataset": "shapes-test"}]))
     assert planned_jobs(workdir) == {
         "prepare_shapes": 2,
         "train": 1,
