@@ -72,6 +72,11 @@ def test_many_differences_are_listed_by_dotted_key():
             "not an experiment record (datasets, scores of the wrong type)",
         ),
         (
+            b'{"experiment": "first", "config_files": [], "datasets": {}, "models": {}, "scores": {},'
+            b' "folders": {"datasets": {"flickr": 3}}}',
+            "not an experiment record (folders is not a mapping of names to folders)",
+        ),
+        (
             b'{"experiment": "first", "config_files": [], "datasets": {}, "models": {}, "scores": {"vit on gone": {}}}',
             "scores 'vit on gone', but its datasets do not define 'gone' as evaluated",
         ),

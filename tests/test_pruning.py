@@ -62,3 +62,15 @@ def test_prune_lists_then_deletes_exactly_what_no_record_names(tmp_path):
     assert run_cli("prune-results", "--results", results).stdout == (
         f"every shared result in {results} is used by an experiment\n"
     )
+
+
+def test_a_damaged_record_is_named_not_a_traceback(tmp_path):
+    results = tmp_path / "results"
+    damaged = {**record("first", "d1", "m1", "t1"), "folders": {"datasets": ["results/datasets/d1"]}}
+    write_json(results / "experiments/first/experiment.json", damaged)
+    result = run_cli("prune-results", "--results", results, "--delete")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"clipeval: error: {results}/experiments/first/experiment.json: not an experiment record"
+        " (folders is not a mapping of names to folders)\n"
+    )

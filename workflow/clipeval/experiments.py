@@ -44,6 +44,12 @@ def read_record(path: Path) -> dict:
         )
     if record["experiment"] != path.parent.name:
         raise ClipevalError(f"{path}: records experiment {record['experiment']!r}, not {path.parent.name!r}")
+    folders = record.get("folders", {})
+    if not isinstance(folders, dict) or not all(
+        isinstance(named, dict) and all(isinstance(folder, str) for folder in named.values())
+        for named in folders.values()
+    ):
+        raise ClipevalError(f"{path}: not an experiment record (folders is not a mapping of names to folders)")
     for pair in record["scores"]:
         dataset = pair.partition(" on ")[2]
         entry = record["datasets"].get(dataset)

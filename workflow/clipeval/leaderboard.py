@@ -84,7 +84,7 @@ def pivot(pairs: list[dict]) -> dict:
     cells, notes = {}, []
     for dataset, _, _ in datasets:
         column = [p for p in pairs if p["dataset"] == dataset]
-        signatures = [json.dumps(p["settings"], sort_keys=True) for p in column]
+        signatures = [_signature(p["settings"]) for p in column]
         usual_signature = Counter(signatures).most_common(1)[0][0]
         usual = json.loads(usual_signature)
         for pair, signature in zip(column, signatures):
