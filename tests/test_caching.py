@@ -145,6 +145,10 @@ MATRIX = {
         config_change(lambda c: c["metrics"].update(recall_at=[1, 3, 5, 10])),
         {"score_retrieval": 2, **FINISH},
     ),
+    "metrics.ranking_at": (
+        config_change(lambda c: c["metrics"].update(ranking_at=[5, 10])),
+        {"score_retrieval": 2, **FINISH},
+    ),
     "metrics.allow_queries_without_positive": (
         config_change(lambda c: c["metrics"].update(allow_queries_without_positive=True)),
         {"score_retrieval": 2, **FINISH},

@@ -256,10 +256,13 @@ def test_paths_and_options():
     assert names_matching(["a.b", "c"]) == r"a\.b|c" and names_matching([]) == "(?!x)x"
 
 
-def test_metric_defaults_fill_recall_at_then_top_k_from_it():
+def test_metric_defaults_fill_recall_at_ranking_at_then_top_k_from_recall_at():
     config = {"metrics": {}, "knn": {}}
     fill_metric_defaults(config)
-    assert config == {"metrics": {"recall_at": [1, 5, 10]}, "knn": {"top_k": 10}}
+    assert config == {"metrics": {"recall_at": [1, 5, 10], "ranking_at": [10]}, "knn": {"top_k": 10}}
+    config = {"metrics": {"recall_at": [1], "ranking_at": [100]}, "knn": {}}
+    fill_metric_defaults(config)
+    assert config["knn"]["top_k"] == 1
     config = {"metrics": {"recall_at": [1, 50]}, "knn": {"top_k": 7}}
     fill_metric_defaults(config)
     assert config["knn"]["top_k"] == 7

@@ -4,6 +4,7 @@ The references here rank by sorting whole rows of exactly computed scores;
 features are small integers so every score, and every tie, is exact.
 """
 
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -88,18 +89,42 @@ def test_hand_computed_ranks_with_a_tie():
     assert metrics["counts"]["images"] == 3 and metrics["counts"]["t2i_queries"] == 3
 
 
-def reference_ranks(query_features, gallery_features, positives):
-    """{query: rank of its first positive} by sorting every gallery item on (exact score desc, id asc)."""
-    ranks = {}
-    for query, vector in query_features.items():
-        if not positives[query]:
-            continue
-        order = sorted(
+def reference_ranked_lists(query_features, gallery_features, positives):
+    """{query: every gallery id, sorted on (exact score desc, id asc)} for the queries with a positive."""
+    return {
+        query: sorted(
             gallery_features,
             key=lambda item: (-sum(Fraction(a) * Fraction(b) for a, b in zip(vector, gallery_features[item])), item),
         )
-        ranks[query] = 1 + min(order.index(item) for item in positives[query])
-    return ranks
+        for query, vector in query_features.items()
+        if positives[query]
+    }
+
+
+def reference_ranks(query_features, gallery_features, positives):
+    """{query: rank of its first positive} by sorting every gallery item on (exact score desc, id asc)."""
+    lists = reference_ranked_lists(query_features, gallery_features, positives)
+    return {query: 1 + min(order.index(item) for item in positives[query]) for query, order in lists.items()}
+
+
+def reference_ranking_metrics(ranked_lists, positives, ks):
+    """nDCG@K, MAP@K (trec_eval's map_cut: over all of a query's positives) and MRR@K in percent, averaged over
+    the queries, by walking each ranked list."""
+    totals = {}
+    for query, ranked in ranked_lists.items():
+        relevant = positives[query]
+        for k in ks:
+            found, dcg, precisions, reciprocal = 0, 0.0, 0.0, 0.0
+            for position, item in enumerate(ranked[:k], start=1):
+                if item in relevant:
+                    found += 1
+                    dcg += 1 / math.log2(position + 1)
+                    precisions += found / position
+                    reciprocal = reciprocal or 1 / position
+            ideal = sum(1 / math.log2(i + 1) for i in range(1, min(len(relevant), k) + 1))
+            for name, value in (("nDCG", dcg / ideal), ("MAP", precisions / len(relevant)), ("MRR", reciprocal)):
+                totals[f"{name}@{k}"] = totals.get(f"{name}@{k}", 0.0) + 100.0 * value
+    return {name: total / len(ranked_lists) for name, total in totals.items()}
 
 
 def reference_metrics(ranks, ks):
@@ -126,10 +151,18 @@ def test_every_metric_matches_a_brute_force_ranking(data):
         texts[text_id] = data.draw(st.sampled_from(palette))
         truth[text_id] = data.draw(st.lists(st.sampled_from(image_ids), min_size=1, max_size=3, unique=True))
     ks = sorted(set(data.draw(st.lists(st.integers(1, 14), min_size=1, max_size=4))) | {1, 5, 10})
-    metrics, _ = score(truth, images, texts, ks, allow_without_positive=True)
+    ranking_at = sorted(set(data.draw(st.lists(st.integers(1, 14), max_size=3))))
+    metrics, _ = score(truth, images, texts, ks, ranking_at=ranking_at, allow_without_positive=True)
     texts_of = {i: {t for t, ims in truth.items() if i in ims} for i in image_ids}
-    expected_t2i = reference_metrics(reference_ranks(texts, images, {t: set(v) for t, v in truth.items()}), ks)
+    images_of = {t: set(v) for t, v in truth.items()}
+    expected_t2i = reference_metrics(reference_ranks(texts, images, images_of), ks)
+    expected_t2i.update(
+        reference_ranking_metrics(reference_ranked_lists(texts, images, images_of), images_of, ranking_at)
+    )
     expected_i2t = reference_metrics(reference_ranks(images, texts, texts_of), ks)
+    expected_i2t.update(
+        reference_ranking_metrics(reference_ranked_lists(images, texts, texts_of), texts_of, ranking_at)
+    )
     assert metrics["t2i"] == pytest.approx(expected_t2i)
     assert metrics["i2t"] == pytest.approx(expected_i2t)
     rsum = sum(expected_t2i[f"R@{k}"] + expected_i2t[f"R@{k}"] for k in (1, 5, 10))
@@ -263,6 +296,74 @@ def test_paired_comparison_is_tighter_than_separate_intervals():
     assert high - low < separate / 2
     itself = compare_models(("a", "a"), first_ranks, first_ranks, "a.json", 100, 0)
     assert itself["difference"]["t2i"]["R@1"] == 0 and itself["intervals"]["t2i"]["R@1"] == [0.0, 0.0]
+
+
+def test_hand_computed_ranking_metrics_with_several_positives():
+    # Image 1's captions 10 and 12 rank 1st and 3rd among the four captions (12 loses its tie with 11 on id);
+    # image 2's one caption, 13, ranks 4th.
+    images = {1: [1, 0], 2: [0, 1]}
+    texts = {10: [2, 0], 11: [1, 0], 12: [1, 0], 13: [-1, 0]}
+    truth = {10: [1], 12: [1], 11: [2], 13: [2]}
+    metrics, record = score(truth, images, texts, ks=(1,), ranking_at=(2, 3))
+    assert record["ranking_at"] == [2, 3] and record["i2t"]["positive_ranks"] == [[1, 3], [2, 4]]
+    log2 = math.log2
+    i2t = metrics["i2t"]
+    # nDCG@3: image 1 finds 1st and 3rd of an ideal 1st and 2nd; image 2, its 2nd of an ideal 1st and 2nd.
+    assert i2t["nDCG@3"] == pytest.approx(
+        50 * ((1 + 1 / log2(4)) / (1 + 1 / log2(3)) + (1 / log2(3)) / (1 + 1 / log2(3)))
+    )
+    assert i2t["nDCG@2"] == pytest.approx(50 * (1 / (1 + 1 / log2(3)) + (1 / log2(3)) / (1 + 1 / log2(3))))
+    # AP@3: image 1 (1/1 + 2/3) / 2, image 2 (1/2) / 2: over both positives even where one is beyond K.
+    assert i2t["MAP@3"] == pytest.approx(50 * ((1 + 2 / 3) / 2 + 0.5 / 2))
+    assert i2t["MAP@2"] == pytest.approx(50 * (1 / 2 + 0.5 / 2))
+    assert i2t["MRR@2"] == pytest.approx(50 * (1 + 1 / 2)) and i2t["MRR@3"] == i2t["MRR@2"]
+    # t2i: one positive each, so nDCG@K is 1/log2(1 + rank) within K, MAP@K and MRR@K are 1/rank within K.
+    assert record["t2i"]["positive_ranks"] == [[r] for r in record["t2i"]["ranks"]]
+
+
+def test_pairs_of_one_positive_each_are_ranked_in_the_order_of_the_pairs():
+    """Queries listed out of order, each with one positive: each pair's rank is its own query's."""
+    queries = np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32)
+    gallery = np.array([[1, 0], [0, 1], [2, 2]], dtype=np.float32)
+    owner, positives = np.array([2, 0, 1]), np.array([7, 5, 5])
+    expected = ranks_module.first_positive_ranks(queries, gallery, np.array([5, 6, 7]), owner, positives)[owner]
+    ranks = ranks_module.every_positive_rank(queries, gallery, np.array([5, 6, 7]), owner, positives)
+    assert ranks.tolist() == expected.tolist() == [1, 2, 3]
+
+
+def test_ndcg_agrees_with_scikit_learn_on_untied_scores():
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(11)
+    images = rng.normal(size=(40, 8))
+    texts = np.repeat(images, 3, axis=0) + rng.normal(scale=2.0, size=(120, 8))
+    truth = {100 + t: [t // 3] for t in range(120)}
+    image_features = dict(enumerate(images.tolist()))
+    text_features = {100 + t: row for t, row in enumerate(texts.tolist())}
+    metrics, _ = score(truth, image_features, text_features, ks=(1,), ranking_at=(5, 10))
+    scores = images.astype(np.float32) @ texts.astype(np.float32).T
+    relevant = (np.arange(120)[None, :] // 3 == np.arange(40)[:, None]).astype(float)
+    for k in (5, 10):
+        assert metrics["i2t"][f"nDCG@{k}"] == pytest.approx(100 * sklearn_metrics.ndcg_score(relevant, scores, k=k))
+
+
+def test_a_paired_comparison_covers_the_ranking_metrics():
+    truth, images, texts = random_retrieval(np.random.default_rng(5), 300, noise=1.0)
+    rng = np.random.default_rng(6)
+    noisier = {t: (np.array(v) + rng.normal(scale=0.3, size=4)).tolist() for t, v in texts.items()}
+    first, first_ranks = score(truth, images, texts, ranking_at=(10,), bootstrap=200)
+    second, second_ranks = score(truth, images, noisier, ranking_at=(10,), bootstrap=200)
+    comparison = compare_models(("a", "b"), first_ranks, second_ranks, "b.json", 200, 0)
+    for direction in ("t2i", "i2t"):
+        for name in ("nDCG@10", "MAP@10", "MRR@10"):
+            difference = comparison["difference"][direction][name]
+            assert difference == pytest.approx(first[direction][name] - second[direction][name])
+            low, high = comparison["intervals"][direction][name]
+            assert low <= difference <= high
+            low, high = first["intervals"][direction][name]
+            assert low <= first[direction][name] <= high
+    other_ks = score(truth, images, noisier, ranking_at=(5,))[1]
+    with pytest.raises(ClipevalError, match=r"^b\.json: its protocol, folds or K values differ"):
+        compare_models(("a", "b"), first_ranks, other_ks, "b.json")
 
 
 def test_a_gallery_of_ties_is_ranked_in_bounded_memory(tmp_path):

@@ -89,6 +89,7 @@ def test_report_commands_write_figures_and_their_numbers(tmp_path):
         "protocol": "full",
         "folds": 1,
         "recall_at": [1, 5, 10],
+        "ranking_at": [],
         "t2i": {"query_ids": [1, 2, 3, 4], "ranks": [1, 2, 30, 1], "folds": [0, 0, 0, 0]},
         "i2t": {"query_ids": [7, 8], "ranks": [1, 4], "folds": [0, 0]},
     }
@@ -189,6 +190,7 @@ def test_the_gallery_commands_refuse_bad_counts_and_the_wrong_ranks_record(shape
         "protocol": "full",
         "folds": 1,
         "recall_at": [1],
+        "ranking_at": [],
         "t2i": {"query_ids": [999999], "ranks": [3], "folds": [0]},
         "i2t": {"query_ids": image_ids[:1], "ranks": [2], "folds": [0]},
     }

@@ -245,6 +245,31 @@ def test_the_report_table_shows_every_k_asked_for(tmp_path):
     assert headers == ["R@1", "R@50", "median rank"] * 2
 
 
+def test_ranking_metrics_get_columns_in_the_summary_and_the_report_table(tmp_path):
+    from clipeval.reporting.tables import results_page
+
+    scored = metrics(30.0, intervals=True)
+    for direction, base in (("t2i", 40.0), ("i2t", 50.0)):
+        scored[direction].update({"nDCG@10": base, "MAP@10": base - 1, "MRR@10": base - 2})
+        scored["intervals"][direction].update(
+            {"nDCG@10": [base - 3, base + 3], "MAP@10": [base - 2, base], "MRR@10": [base - 3, base - 1]}
+        )
+    write_json(tmp_path / "r.json", scored)
+    summarize([("m", "flickr", tmp_path / "r.json")], [], outputs(tmp_path))
+    row = read_csv(tmp_path / "csv.out")[0]
+    columns = list(row)
+    ranking = [c for c in columns if c.startswith(("t2i_", "i2t_")) and c[4:] in ("nDCG@10", "MAP@10", "MRR@10")]
+    assert ranking == [f"{d}_{name}@10" for d in ("t2i", "i2t") for name in ("nDCG", "MAP", "MRR")]
+    assert columns.index("i2t_median_rank") < columns.index("t2i_nDCG@10")
+    assert (row["i2t_nDCG@10"], row["i2t_nDCG@10_ci_low"], row["i2t_MRR@10"]) == ("50.0", "47.0", "48.0")
+    cells = "40.00 [37.00, 43.00] | 39.00 [38.00, 40.00] | 38.00 [37.00, 39.00] | 50.00 [47.00, 53.00]"
+    assert f"| {cells} | 49.00 [48.00, 50.00] | 48.00 [47.00, 49.00] |" in (tmp_path / "markdown.out").read_text()
+    page = results_page("e", [("m", "flickr", tmp_path / "r.json")])
+    headers = [cell.split(">")[-1] for cell in page.split("</th>") if 'class="col_heading level1' in cell]
+    per_direction = ["R@1", "R@5", "R@10", "median rank", "nDCG@10", "MAP@10", "MRR@10"]
+    assert headers == per_direction * 2 + ["Rsum", "mean recall"]
+
+
 def test_a_sweep_of_10000_pairs_reaches_the_summary_and_the_tables_through_an_arguments_file(tmp_path):
     """What the workflow does for every command whose list grows with a sweep: the words go to a file (one
     command line could not hold them), and the command reads them back in order."""

@@ -29,7 +29,9 @@ def check_pairable(first: dict, second: dict, second_path) -> None:
     if first["task"] != second["task"]:
         raise ClipevalError(f"{second_path}: task {second['task']} cannot be compared with {first['task']}")
     if first["task"] == "retrieval":
-        _require_same(first, second, second_path, ("protocol", "folds", "recall_at"), "protocol, folds or recall_at")
+        _require_same(
+            first, second, second_path, ("protocol", "folds", "recall_at", "ranking_at"), "protocol, folds or K values"
+        )
         for direction in DIRECTIONS:
             _require_same(
                 first[direction], second[direction], second_path, ("query_ids", "folds"), f"{direction} queries"
@@ -44,7 +46,8 @@ def paired_samples(first: dict, second: dict, second_path):
     if first["task"] == "retrieval":
         a, b = rank_samples(first), rank_samples(second)
         samples = {d: [np.column_stack([x, y]) for x, y in zip(a[d], b[d])] for d in a}
-        return samples, retrieval_statistic(first["recall_at"], 0), retrieval_statistic(first["recall_at"], 1)
+        ks, ranking_at = first["recall_at"], first["ranking_at"]
+        return samples, retrieval_statistic(ks, ranking_at, 0), retrieval_statistic(ks, ranking_at, 1)
     rows = np.column_stack([class_samples(first)["images"][0], second["ranks"]])
     num_classes = first["num_classes"]
     return (

@@ -9,6 +9,12 @@ from dataclasses import dataclass
 
 # R@K reported when the config does not say (metrics.recall_at).
 DEFAULT_RECALL_AT = (1, 5, 10)
+# nDCG@K, MAP@K and MRR@K reported when the config does not say (metrics.ranking_at): MIEB's main
+# retrieval score is nDCG@10.
+DEFAULT_RANKING_AT = (10,)
+# The ranking metrics, each at every K of metrics.ranking_at, in the summary's column order (ranking.py
+# defines them).
+RANKING_METRICS = ("nDCG", "MAP", "MRR")
 # Rsum and mean recall are defined on R@1, R@5 and R@10 (Karpathy's Rsum,
 # Chinese-CLIP's mean recall): computed and shown only where all three are.
 RSUM_KS = (1, 5, 10)
@@ -30,17 +36,44 @@ def recall_key(k: int) -> str:
     return f"R@{k}"
 
 
-def recall_ks(direction_values: dict) -> list[int]:
-    """The K values of one direction's metrics (or intervals), in increasing order."""
-    return sorted(int(key[2:]) for key in direction_values if key.startswith("R@") and key[2:].isdigit())
+def ranking_key(name: str, k: int) -> str:
+    return f"{name}@{k}"
+
+
+def at_ks(direction_values, name: str) -> list[int]:
+    """The K values of one direction's NAME@K metrics (or intervals), in increasing order."""
+    prefix = f"{name}@"
+    return sorted(
+        int(key[len(prefix) :]) for key in direction_values if key.startswith(prefix) and key[len(prefix) :].isdigit()
+    )
+
+
+def recall_ks(direction_values) -> list[int]:
+    """The K values of one direction's R@K metrics (or intervals), in increasing order."""
+    return at_ks(direction_values, "R")
+
+
+def ranking_ks(direction_values) -> list[int]:
+    """The K values of one direction's ranking metrics (nDCG@K, MAP@K, MRR@K)."""
+    return at_ks(direction_values, RANKING_METRICS[0])
 
 
 def has_rsum(ks) -> bool:
     return set(RSUM_KS) <= set(ks)
 
 
-def retrieval_metrics(ks) -> list[Metric]:
-    """Every retrieval metric for these K values, in the summary's column order."""
+def ranking_metrics(ranking_at) -> list[Metric]:
+    return [
+        Metric(f"{d}_{ranking_key(name, k)}", ranking_key(name, k), group)
+        for d, group in DIRECTIONS.items()
+        for k in sorted(set(ranking_at))
+        for name in RANKING_METRICS
+    ]
+
+
+def retrieval_metrics(ks, ranking_at=()) -> list[Metric]:
+    """Every retrieval metric for these K values of R@K and of the ranking metrics, in the summary's column
+    order."""
     ks = sorted(set(ks))
     metrics = [Metric(f"{d}_{recall_key(k)}", recall_key(k), group) for d, group in DIRECTIONS.items() for k in ks]
     if has_rsum(ks):
@@ -51,7 +84,7 @@ def retrieval_metrics(ks) -> list[Metric]:
         for d, group in DIRECTIONS.items()
         for name, label in (("mean_rank", "mean rank"), ("median_rank", "median rank"))
     ]
-    return metrics
+    return metrics + ranking_metrics(ranking_at)
 
 
 CLASSIFICATION_METRICS = [

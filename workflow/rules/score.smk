@@ -17,6 +17,7 @@ rule score_retrieval:
         predictions=predictions_option,
         protocol=lambda wildcards: PLAN.retrieval_protocol(wildcards.dataset),
         recall_at=[str(k) for k in config["metrics"]["recall_at"]],
+        ranking_at=[str(k) for k in config["metrics"]["ranking_at"]],
         allow_without_positive=(
             "--allow-queries-without-positive" if config["metrics"]["allow_queries_without_positive"] else ""
         ),
@@ -26,6 +27,7 @@ rule score_retrieval:
     shell:
         "python -m clipeval score-retrieval --texts {input.texts:q}"
         " --image-feats {input.image_feats:q} --text-feats {input.text_feats:q} {params.predictions:q}"
-        " --protocol {params.protocol:q} --recall-at {params.recall_at:q} {params.allow_without_positive:q}"
+        " --protocol {params.protocol:q} --recall-at {params.recall_at:q} --ranking-at {params.ranking_at:q}"
+        " {params.allow_without_positive:q}"
         " {params.intervals:q} --dataset-meta {input.dataset_meta:q} --model-meta {input.model_meta:q}"
         " --config {params.result_config:q} --ranks-output {output.ranks:q} --output {output.metrics:q} > {log:q} 2>&1"

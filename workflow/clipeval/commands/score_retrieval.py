@@ -1,9 +1,9 @@
 from pathlib import Path
 
 from clipeval.commands._options import add_score_output_options
-from clipeval.metric_catalog import DEFAULT_RECALL_AT
+from clipeval.metric_catalog import DEFAULT_RANKING_AT, DEFAULT_RECALL_AT
 
-HELP = "recall@K, ranks, Rsum and mean recall, both ways"
+HELP = "recall@K, ranks, Rsum, mean recall, nDCG@K, MAP@K and MRR@K, both ways"
 LIBRARIES = ("numpy",)
 
 
@@ -15,6 +15,13 @@ def add_arguments(parser):
     parser.add_argument("--i2t", type=Path)
     parser.add_argument("--protocol", choices=("full", "folds-1k"), default="full")
     parser.add_argument("--recall-at", type=int, nargs="+", default=list(DEFAULT_RECALL_AT))
+    parser.add_argument(
+        "--ranking-at",
+        type=int,
+        nargs="*",
+        default=list(DEFAULT_RANKING_AT),
+        help="K values of nDCG@K, MAP@K and MRR@K (none: leave them out)",
+    )
     parser.add_argument("--allow-queries-without-positive", action="store_true")
     add_score_output_options(parser)
 
@@ -48,6 +55,7 @@ def run(args):
         images,
         texts,
         args.recall_at,
+        ranking_at=args.ranking_at,
         protocol=args.protocol,
         allow_without_positive=args.allow_queries_without_positive,
         predictions=predictions,

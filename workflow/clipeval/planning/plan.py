@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.errors import ClipevalError
-from clipeval.metric_catalog import DEFAULT_RECALL_AT
+from clipeval.metric_catalog import DEFAULT_RANKING_AT, DEFAULT_RECALL_AT
 from clipeval.models.pretrained import is_checkpoint_path, weights_folder
 from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_artifact_pattern
 from clipeval.planning.keys import definition_key
@@ -29,9 +29,10 @@ class ConfigError(ClipevalError):
 
 
 def fill_metric_defaults(config: dict) -> None:
-    """The K values of R@K (the metric catalogue's unless the config names them), and top-k lists as deep as the
-    largest K unless knn.top_k is set."""
+    """The K values of R@K and of the ranking metrics (the metric catalogue's unless the config names them), and
+    top-k lists as deep as the largest K of R@K unless knn.top_k is set."""
     config["metrics"].setdefault("recall_at", list(DEFAULT_RECALL_AT))
+    config["metrics"].setdefault("ranking_at", list(DEFAULT_RANKING_AT))
     config["knn"].setdefault("top_k", max(config["metrics"]["recall_at"]))
 
 

@@ -17,6 +17,7 @@ from clipeval.metric_catalog import (
     MAIN_METRIC,
     compared_metrics,
     has_rsum,
+    ranking_ks,
     recall_key,
     recall_ks,
     retrieval_metrics,
@@ -52,15 +53,25 @@ def summary_row(model: str, dataset: str, metrics: dict) -> dict:
     return row
 
 
+def _row_ks(rows: list[dict], ks_of) -> set[int]:
+    return {k for row in rows for d in DIRECTIONS for k in ks_of({c[len(d) + 1 :] for c in row if c[: len(d)] == d})}
+
+
 def row_recall_ks(rows: list[dict]) -> list[int]:
     """Every K of the rows' R@K columns; the default K values where no row has one (classification alone)."""
-    ks = {k for row in rows for d in DIRECTIONS for k in recall_ks({c[len(d) + 1 :] for c in row if c[: len(d)] == d})}
+    ks = _row_ks(rows, recall_ks)
     return sorted(ks) if ks else list(DEFAULT_RECALL_AT)
+
+
+def row_ranking_ks(rows: list[dict]) -> list[int]:
+    """Every K of the rows' nDCG@K, MAP@K and MRR@K columns."""
+    return sorted(_row_ks(rows, ranking_ks))
 
 
 def metric_columns(rows: list[dict]) -> list[str]:
     """Retrieval's columns for the rows' K values, then classification's: the catalogue's order."""
-    return [m.column for m in retrieval_metrics(row_recall_ks(rows))] + [m.column for m in CLASSIFICATION_METRICS]
+    retrieval = retrieval_metrics(row_recall_ks(rows), row_ranking_ks(rows))
+    return [m.column for m in retrieval] + [m.column for m in CLASSIFICATION_METRICS]
 
 
 def columns_for(rows: list[dict]) -> list[str]:

@@ -11,18 +11,26 @@ import json
 
 import pandas as pd
 
-from clipeval.metric_catalog import CLASSIFICATION_METRICS, DIRECTIONS, recall_key, retrieval_metrics
-from clipeval.reporting.summary import average_rows, row_recall_ks, summary_row
+from clipeval.metric_catalog import (
+    CLASSIFICATION_METRICS,
+    DIRECTIONS,
+    RANKING_METRICS,
+    ranking_key,
+    recall_key,
+    retrieval_metrics,
+)
+from clipeval.reporting.summary import average_rows, row_ranking_ks, row_recall_ks, summary_row
 from clipeval.storage.jsonl import read_json
 
 
-def retrieval_columns(ks) -> list[tuple]:
-    """(group, label, column, higher is better) of the retrieval table: each direction's R@K and median rank,
-    then Rsum and mean recall where defined."""
-    metrics = {metric.column: metric for metric in retrieval_metrics(ks)}
+def retrieval_columns(ks, ranking_at=()) -> list[tuple]:
+    """(group, label, column, higher is better) of the retrieval table: each direction's R@K, median rank and
+    ranking metrics, then Rsum and mean recall where defined."""
+    metrics = {metric.column: metric for metric in retrieval_metrics(ks, ranking_at)}
     shown = []
     for direction in DIRECTIONS:
         shown += [metrics[f"{direction}_{recall_key(k)}"] for k in ks] + [metrics[f"{direction}_median_rank"]]
+        shown += [metrics[f"{direction}_{ranking_key(name, k)}"] for k in ranking_at for name in RANKING_METRICS]
     shown += [metrics[column] for column in ("rsum", "mean_recall") if column in metrics]
     return [(metric.group, metric.label, metric.column, metric.higher_is_better) for metric in shown]
 
@@ -117,7 +125,12 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
     classification = [row for row in rows if row["task"] == "classification"]
     if retrieval:
         sections.append(
-            metric_table("retrieval", retrieval, retrieval_columns(row_recall_ks(retrieval)), "Image–text retrieval")
+            metric_table(
+                "retrieval",
+                retrieval,
+                retrieval_columns(row_recall_ks(retrieval), row_ranking_ks(retrieval)),
+                "Image–text retrieval",
+            )
         )
     if classification:
         sections.append(

@@ -1,8 +1,9 @@
 """Retrieval metrics from the full ranking of the features: protocols, ranks, intervals.
 
-Every metric derives from one number per query, the rank of its first
+Every recall metric derives from one number per query, the rank of its first
 correct item (ranks.py): R@K is the percent of queries ranked at most K, mean
-and median rank are taken over the ranks. Under `folds-1k` (COCO-1K) the
+and median rank are taken over the ranks. nDCG@K, MAP@K and MRR@K derive from
+the rank of every correct item (ranking.py). Under `folds-1k` (COCO-1K) the
 images, in ascending id order, are cut into consecutive folds of 1000 with
 their own captions; every metric is computed within each fold and the folds
 are averaged. Bootstrap replicates resample the queries within each fold.
@@ -24,7 +25,8 @@ from clipeval.retrieval.ground_truth import (
     text_to_image_truth,
 )
 from clipeval.retrieval.predictions import aligned_predictions
-from clipeval.retrieval.ranks import first_positive_ranks
+from clipeval.retrieval.ranking import padded_ranks, per_query_values, ranking_columns
+from clipeval.retrieval.ranks import every_positive_rank, first_positive_ranks
 from clipeval.retrieval.recall import (
     first_hit_positions,
     hit_matrix,
@@ -111,8 +113,11 @@ def split_folds(captions: Captions, texts_path, images: FeatureSet, fold_size) -
 GROUND_TRUTH = {TEXT_TO_IMAGE.name: text_to_image_truth, IMAGE_TO_TEXT.name: image_to_text_truth}
 
 
-def direction_ranks(direction, fold_images, fold_captions, images, texts, texts_path, allow, predictions=None, ks=()):
-    """(query ids, ranks, queries excluded for lacking a positive) of one direction within one fold."""
+def direction_ranks(
+    direction, fold_images, fold_captions, images, texts, texts_path, allow, predictions=None, ks=(), every=False
+):
+    """(query ids, ranks, each query's positive ranks or None, queries excluded for lacking a positive) of one
+    direction within one fold; the positive ranks (padded_ranks' table) when `every`."""
     sides = DIRECTIONS[direction]
     query_name = sides.query_key
     truth = GROUND_TRUTH[direction](fold_captions, fold_images)
@@ -121,13 +126,15 @@ def direction_ranks(direction, fold_images, fold_captions, images, texts, texts_
     gallery_ids = {"images": fold_images, "texts": np.sort(fold_captions.text_ids)}[sides.gallery_side]
     full_truth = truth
     kept, truth = queries_with_positive(truth, query_name, texts_path, allow)
-    ranks = first_positive_ranks(
-        queries.matrix_for(truth.query_ids),
-        gallery.matrix_for(gallery_ids),
-        gallery_ids,
-        truth.owner,
-        truth.positive_ids,
-    )
+    ranked = (queries.matrix_for(truth.query_ids), gallery.matrix_for(gallery_ids), gallery_ids)
+    positive_ranks = None
+    if every:
+        positive_ranks = padded_ranks(
+            truth.owner, every_positive_rank(*ranked, truth.owner, truth.positive_ids), len(truth.query_ids)
+        )
+        ranks = positive_ranks[:, 0]
+    else:
+        ranks = first_positive_ranks(*ranked, truth.owner, truth.positive_ids)
     if predictions is not None:
         ranked = aligned_predictions(predictions, full_truth.query_ids, gallery_ids, ks)[kept]
         check_predictions_agree(
@@ -138,7 +145,7 @@ def direction_ranks(direction, fold_images, fold_captions, images, texts, texts_
             first_hit_positions(hit_matrix(ranked, truth)),
             ranked.shape[1],
         )
-    return truth.query_ids, ranks, int((~kept).sum())
+    return truth.query_ids, ranks, positive_ranks, int((~kept).sum())
 
 
 def check_predictions_agree(predictions, query_name, query_ids, ranks, positions, width) -> None:
@@ -154,17 +161,23 @@ def check_predictions_agree(predictions, query_name, query_ids, ranks, positions
         )
 
 
-def direction_metrics(ranks: np.ndarray, ks) -> dict:
+def direction_metrics(rows: np.ndarray, ks, ranking_at=()) -> dict:
+    """The metrics of one direction's rows: each query's first-positive rank, then its ranking values
+    (per_query_values' columns)."""
+    ranks = rows[:, 0]
     metrics = recall_from_ranks(ranks, ks)
     if has_rsum(ks):
         metrics["mean_recall"] = mean_recall(metrics)
     metrics["mean_rank"] = float(np.mean(ranks))
     metrics["median_rank"] = float(np.median(ranks))
+    if ranking_at:
+        means = rows[:, 1:].mean(axis=0)
+        metrics.update((name, float(mean)) for name, mean in zip(ranking_columns(ranking_at), means))
     return metrics
 
 
-def fold_metrics(t2i_ranks, i2t_ranks, ks) -> dict:
-    t2i, i2t = direction_metrics(t2i_ranks, ks), direction_metrics(i2t_ranks, ks)
+def fold_metrics(t2i_rows, i2t_rows, ks, ranking_at=()) -> dict:
+    t2i, i2t = direction_metrics(t2i_rows, ks, ranking_at), direction_metrics(i2t_rows, ks, ranking_at)
     if not has_rsum(ks):
         return {"t2i": t2i, "i2t": i2t}
     total = rsum(t2i, i2t)
@@ -178,24 +191,42 @@ def average_over_folds(per_fold: list[dict]) -> dict:
     return unflatten({path: float(np.mean([metrics[path] for metrics in flat])) for path in flat[0]})
 
 
-def retrieval_statistic(ks, column=0):
-    """samples {"t2i": [fold rows], "i2t": [fold rows]} -> fold-averaged metrics of one rank column."""
+def sample_width(ranking_at) -> int:
+    """Columns of one model's rows in rank_samples: the first-positive rank, then the ranking values."""
+    return 1 + len(ranking_columns(ranking_at))
+
+
+def retrieval_statistic(ks, ranking_at=(), model=0):
+    """samples {"t2i": [fold rows], "i2t": [fold rows]} -> fold-averaged metrics of the `model`-th model's
+    columns (rows of several models side by side: paired comparisons)."""
+    width = sample_width(ranking_at)
+    columns = slice(model * width, (model + 1) * width)
 
     def statistic(samples):
         return average_over_folds(
-            [fold_metrics(t2i[:, column], i2t[:, column], ks) for t2i, i2t in zip(samples["t2i"], samples["i2t"])]
+            [
+                fold_metrics(t2i[:, columns], i2t[:, columns], ks, ranking_at)
+                for t2i, i2t in zip(samples["t2i"], samples["i2t"])
+            ]
         )
 
     return statistic
 
 
 def rank_samples(record: dict) -> dict:
-    """{"t2i": [per-fold rank column], "i2t": ...} from a ranks record."""
+    """{"t2i": [per-fold rows], "i2t": ...} from a ranks record: per query, its first-positive rank and its
+    ranking values (per_query_values' columns)."""
     samples = {}
     for direction in DIRECTIONS:
-        ranks = np.array(record[direction]["ranks"], dtype=np.int64)
+        rows = np.array(record[direction]["ranks"], dtype=np.float64)[:, None]
+        if record["ranking_at"]:
+            positive_ranks = record[direction]["positive_ranks"]
+            table = np.zeros((len(positive_ranks), max(map(len, positive_ranks), default=0)), dtype=np.int64)
+            for row, ranks in enumerate(positive_ranks):
+                table[row, : len(ranks)] = ranks
+            rows = np.column_stack([rows, per_query_values(table, record["ranking_at"])])
         folds = np.array(record[direction]["folds"], dtype=np.int64)
-        samples[direction] = [ranks[folds == fold][:, None] for fold in range(record["folds"])]
+        samples[direction] = [rows[folds == fold] for fold in range(record["folds"])]
     return samples
 
 
@@ -206,6 +237,7 @@ def score_retrieval(
     texts: FeatureSet,
     recall_ks,
     *,
+    ranking_at=(),
     protocol="full",
     allow_without_positive=False,
     predictions=None,
@@ -214,21 +246,29 @@ def score_retrieval(
 ):
     """(metrics, ranks record): every retrieval metric in percent, its interval and the counts behind it.
 
+    ranking_at: the K values of nDCG@K, MAP@K and MRR@K (none: the record holds no positive ranks).
+
     predictions ({"t2i": Predictions, "i2t": ...}), when given under the full
     protocol, must agree with the features' ranking.
     """
     if protocol not in PROTOCOL_FOLD_SIZES:
         raise ClipevalError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOL_FOLD_SIZES)})")
     check_coverage(captions, texts_path, images, texts)
-    ks = sorted(set(recall_ks))
+    ks, ranking_at = sorted(set(recall_ks)), sorted(set(ranking_at))
     folds = split_folds(captions, texts_path, images, PROTOCOL_FOLD_SIZES[protocol])
     check = predictions if predictions and len(folds) == 1 else {}
-    record = {"task": "retrieval", "protocol": protocol, "folds": len(folds), "recall_at": ks}
+    record = {
+        "task": "retrieval",
+        "protocol": protocol,
+        "folds": len(folds),
+        "recall_at": ks,
+        "ranking_at": ranking_at,
+    }
     excluded = {}
     for direction in DIRECTIONS:
-        query_ids, ranks, fold_index, excluded[direction] = [], [], [], 0
+        query_ids, ranks, positive_ranks, fold_index, excluded[direction] = [], [], [], [], 0
         for fold, (fold_images, fold_captions) in enumerate(folds):
-            ids, fold_ranks, dropped = direction_ranks(
+            ids, fold_ranks, fold_positive_ranks, dropped = direction_ranks(
                 direction,
                 fold_images,
                 fold_captions,
@@ -238,15 +278,20 @@ def score_retrieval(
                 allow_without_positive,
                 check.get(direction),
                 ks,
+                every=bool(ranking_at),
             )
             query_ids.append(ids), ranks.append(fold_ranks), fold_index.append(np.full(len(ids), fold))
+            if ranking_at:
+                positive_ranks += [row[row > 0].tolist() for row in fold_positive_ranks]
             excluded[direction] += dropped
         record[direction] = {
             name: np.concatenate(values).tolist()
             for name, values in (("query_ids", query_ids), ("ranks", ranks), ("folds", fold_index))
         }
+        if ranking_at:
+            record[direction]["positive_ranks"] = positive_ranks
     samples = rank_samples(record)
-    statistic = retrieval_statistic(ks)
+    statistic = retrieval_statistic(ks, ranking_at)
     per_fold = [statistic({d: [samples[d][f]] for d in samples}) for f in range(len(folds))]
     metrics = {"task": "retrieval", "protocol": protocol, **statistic(samples)}
     if bootstrap:

@@ -119,3 +119,15 @@ def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids) -> 
                 flag_buffer[:size].reshape(shape),
             )
     return ranks
+
+
+def every_positive_rank(queries, gallery, gallery_ids, owner, positive_ids) -> np.ndarray:
+    """1-based rank of each positive pair (positive_ids[i] among query owner[i]'s gallery ranking).
+
+    Each pair is ranked as a query of its own that owns that one positive, so a pair's rank counts the
+    query's other positives ranked before it, as a ranked list would.
+    """
+    if len(owner) == len(queries):  # one positive each: a query's rank is its pair's
+        return first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids)[owner]
+    pairs = np.arange(len(owner))
+    return first_positive_ranks(queries[owner], gallery, gallery_ids, pairs, positive_ids)

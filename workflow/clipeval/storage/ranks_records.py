@@ -5,7 +5,7 @@ from clipeval.errors import ClipevalError
 from clipeval.storage.jsonl import read_json
 
 RECORD_KEYS = {
-    "retrieval": ("protocol", "folds", "recall_at", "t2i", "i2t"),
+    "retrieval": ("protocol", "folds", "recall_at", "ranking_at", "t2i", "i2t"),
     "classification": ("num_classes", "image_ids", "labels", "ranks"),
 }
 
