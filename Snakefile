@@ -55,6 +55,7 @@ localrules:
     plot_retrieval,
     plot_classification,
     plot_comparisons,
+    plot_series,
 
 
 # Before the first job: the cores against the numerics' threads, and the

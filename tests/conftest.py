@@ -57,6 +57,7 @@ LONGEST_FIRST = (
     "test_fuzz_readers.py",
     "test_cli.py",
     "test_runtime_dependencies.py",
+    "test_series_workflow.py",
 )
 
 
@@ -73,6 +74,7 @@ WORKFLOW_FILES = {
     "test_runtime_dependencies.py",
     "test_fuzz_readers.py",
     "test_shell_quoting.py",
+    "test_series_workflow.py",
 }
 
 

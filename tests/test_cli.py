@@ -104,6 +104,8 @@ def chain(tmp_path_factory, tiny_checkpoint):
             root / "averages.csv",
             "--comparisons",
             root / "comparisons.csv",
+            "--series",
+            root / "series.csv",
         ),
     ]
     for step in steps:

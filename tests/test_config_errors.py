@@ -73,11 +73,11 @@ def test_the_valid_config_has_no_error():
         ),
         (
             lambda c: c["models"]["b32"].update(pretrianed="openai"),
-            "models.b32: unknown key 'pretrianed' (allowed: arch, features, precision, preprocess, pretrained, train)",
+            "models.b32: unknown key 'pretrianed' (allowed: arch, checkpoints, features, precision, preprocess, pretrained, train)",
         ),
         (
             lambda c: c["models"]["b32"].pop("pretrained"),
-            "models.b32: a model gives arch with pretrained, arch with train, or features alone; it gives arch, preprocess",
+            "models.b32: a model gives arch with pretrained, arch with train, arch with checkpoints (a series), or features alone; it gives arch, preprocess",
         ),
         (
             lambda c: c["models"]["tiny"]["train"].update(epochs=0),

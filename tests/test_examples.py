@@ -28,6 +28,7 @@ def test_there_are_examples():
         "imagenet-1k-val",
         "coco-val2017",
         "local-checkpoint",
+        "checkpoint-series",
         "precomputed-features",
     }
 
@@ -69,10 +70,20 @@ def create_named_inputs(workdir, config):
                         (workdir / tracked).touch()
     for model in config["models"].values():
         paths = [model["pretrained"]] if is_checkpoint_path(model.get("pretrained", "")) else []
+        paths += [model["checkpoints"].replace("[0-9]*", str(step)) for step in SERIES_STEPS if "checkpoints" in model]
         paths += [p for files in model.get("features", {}).values() for p in files.values()]
         for path in paths:
             (workdir / path).parent.mkdir(parents=True, exist_ok=True)
             (workdir / path).touch()
+
+
+# The files a checkpoint series' stand-ins are made for: `epoch_[0-9]*.pt` becomes epoch_1.pt and epoch_2.pt.
+SERIES_STEPS = (1, 2)
+
+
+def model_count(config) -> int:
+    """The models a config's entries become, each series as many as its stand-in files."""
+    return sum(len(SERIES_STEPS) if "checkpoints" in model else 1 for model in config["models"].values())
 
 
 EXTRACTED = {
@@ -140,7 +151,7 @@ def test_every_example_plans_a_score_for_each_model_and_dataset(tmp_path, path):
     create_named_inputs(workdir, config)
     planned = planned_jobs(workdir, "--configfile", f"config/examples/{path.name}")
     scored = planned.get("score_retrieval", 0) + planned.get("score_classification", 0)
-    assert scored == len(config["models"]) * len(config["datasets"]) and planned["all"] == 1
+    assert scored == model_count(config) * len(config["datasets"]) and planned["all"] == 1
 
 
 def test_the_examples_and_the_default_experiment_can_share_one_results_folder():

@@ -48,7 +48,7 @@ def classification(top1):
 
 
 def outputs(tmp_path):
-    return {name: tmp_path / f"{name}.out" for name in ("csv", "markdown", "averages", "comparisons")}
+    return {name: tmp_path / f"{name}.out" for name in ("csv", "markdown", "averages", "comparisons", "series")}
 
 
 def read_csv(path):

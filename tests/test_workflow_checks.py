@@ -145,7 +145,7 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
         ),
         (
             lambda c: c["models"].update(bad={"arch": "ViT-B-32"}),
-            "config error: models.bad: a model gives arch with pretrained, arch with train, or features alone; it gives arch",
+            "config error: models.bad: a model gives arch with pretrained, arch with train, arch with checkpoints (a series), or features alone; it gives arch",
         ),
         (
             lambda c: c["datasets"]["shapes-test"].update(num_imagess=5),

@@ -41,7 +41,7 @@ def test_a_full_disk_while_writing_a_table_names_it_and_leaves_nothing(tmp_path)
     write_json(tmp_path / "score.json", metrics(12.5))
     outputs = [
         word
-        for name in ("csv", "markdown", "averages", "comparisons")
+        for name in ("csv", "markdown", "averages", "comparisons", "series")
         for word in (f"--{name}", tmp_path / f"s.{name}")
     ]
     entries = ["--entry", "m", "d", tmp_path / "score.json"]
@@ -67,7 +67,8 @@ def test_a_permission_refused_is_one_line_naming_the_file(monkeypatch, capsys):
         raise PermissionError(errno.EACCES, "Permission denied", "results/experiments/x/summary.csv")
 
     monkeypatch.setattr(summarize, "run", refuse)
-    assert cli.main(["summarize", "--csv", "a", "--markdown", "b", "--averages", "c", "--comparisons", "d"]) == 1
+    options = ["--csv", "a", "--markdown", "b", "--averages", "c", "--comparisons", "d", "--series", "e"]
+    assert cli.main(["summarize", *options]) == 1
     assert capsys.readouterr().err == "clipeval: error: results/experiments/x/summary.csv: Permission denied\n"
 
 

@@ -22,6 +22,7 @@ DIRECTIONS = {"t2i": "text → image", "i2t": "image → text"}
 # Each task's headline metric: the summary's averages over datasets (as OpenCLIP
 # reports its "average over N datasets") and the experiment listing show it.
 MAIN_METRIC = {"retrieval": "mean_recall", "classification": "top1"}
+MAIN_METRIC_LABEL = {"retrieval": "mean recall", "classification": "top-1"}
 
 
 @dataclass(frozen=True)

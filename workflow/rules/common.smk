@@ -28,6 +28,7 @@ from clipeval.planning.checks import check_cores, check_plan
 from clipeval.planning.model_checks import check_in_subprocess, check_models
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
+from clipeval.planning.series import expand_checkpoint_series
 from clipeval.storage.jsonl import write_json
 
 ENV_FILE = "../../envs/clipeval.yaml"
@@ -129,6 +130,7 @@ def checked_plan():
     experiment folder that is its own (experiments.experiment_folder)."""
     fill_metric_defaults(config)
     try:
+        expand_checkpoint_series(config)
         plan = Plan(config, config_files())
         check_plan(plan)
         configured = plan.configured_experiment_name()

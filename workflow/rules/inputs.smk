@@ -291,7 +291,13 @@ def summary_arguments(wildcards):
     """--entry … per pair and --comparison … per dataset, in an arguments file (planning/argument_files.py): a
     sweep's list outgrows a command line."""
     comparisons = [word for path in comparison_files() for word in ("--comparison", path)]
-    return written_or_fail(argument_file, score_entries() + comparisons)
+    series = [
+        word
+        for name, members in PLAN.checkpoint_series().items()
+        for step, model in members
+        for word in ("--series-member", name, str(step), model)
+    ]
+    return written_or_fail(argument_file, score_entries() + comparisons + series)
 
 
 def report_table_arguments(wildcards):
@@ -366,4 +372,5 @@ def report_files():
             for name in ("confusion", "confused_pairs")
         ]
     files += [PLAN.artifact("forest_plot", dataset=dataset) for dataset in PLAN.compared_models()]
+    files += [PLAN.artifact("series_plot", series=series) for series in PLAN.checkpoint_series()]
     return files

@@ -120,6 +120,31 @@ rule plot_comparisons:
         "python -m clipeval plot-comparisons {input:q} --output {output.forest:q} > {log:q} 2>&1"
 
 
+rule plot_series:
+    input:
+        PLAN.experiment_artifact("series_table"),
+    output:
+        figure=report(
+            PLAN.experiment_artifact("series_plot"),
+            caption="../report/series.rst",
+            category="Checkpoint series",
+            subcategory="{series}",
+            labels={"figure": "{series}: main metric by step"},
+        ),
+        data=PLAN.experiment_artifact("series_plot_data"),
+    log:
+        f"logs/report/{PLAN.experiment_name()}/series/{{series}}.log",
+    wildcard_constraints:
+        series=names_matching(list(PLAN.checkpoint_series())),
+    conda:
+        ENV_FILE
+    params:
+        code=code_fingerprint("plot-series"),
+    shell:
+        "python -m clipeval plot-series --series {wildcards.series:q} --table {input:q} --output {output.figure:q}"
+        " > {log:q} 2>&1"
+
+
 rule retrieval_failures:
     input:
         unpack(retrieval_gallery_inputs),

@@ -12,6 +12,7 @@ rule summary:
         markdown=PLAN.experiment_artifact("summary_markdown"),
         averages=PLAN.experiment_artifact("averages"),
         comparisons=PLAN.experiment_artifact("comparison_table"),
+        series=PLAN.experiment_artifact("series_table"),
     log:
         f"logs/summary/{PLAN.experiment_name()}.log",
     conda:
@@ -21,4 +22,5 @@ rule summary:
         code=code_fingerprint("summarize"),
     shell:
         "python -m clipeval summarize --arguments-file {params.arguments:q} --csv {output.csv:q} --markdown {output.markdown:q}"
-        " --averages {output.averages:q} --comparisons {output.comparisons:q} > {log:q} 2>&1"
+        " --averages {output.averages:q} --comparisons {output.comparisons:q} --series {output.series:q}"
+        " > {log:q} 2>&1"

@@ -11,11 +11,26 @@ def add_arguments(parser):
     parser.add_argument("--markdown", type=Path, required=True)
     parser.add_argument("--averages", type=Path, required=True)
     parser.add_argument("--comparisons", type=Path, required=True)
+    parser.add_argument(
+        "--series-member",
+        nargs=3,
+        action="append",
+        metavar=("SERIES", "STEP", "MODEL"),
+        help="a checkpoint series' model and its step, once per member",
+    )
+    parser.add_argument("--series", type=Path, required=True, help="the series' table (CSV), by step")
 
 
 def run(args):
+    from clipeval.errors import ClipevalError
     from clipeval.reporting.summary import summarize
 
     outputs = {"csv": args.csv, "markdown": args.markdown, "averages": args.averages, "comparisons": args.comparisons}
-    rows = summarize([tuple(entry) for entry in args.entry or []], args.comparison or [], outputs)
+    outputs["series"] = args.series
+    series = {}
+    for name, step, model in args.series_member or []:
+        if not step.isdigit():
+            raise ClipevalError(f"--series-member {name} {step} {model}: the step must be a whole number")
+        series.setdefault(name, []).append((int(step), model))
+    rows = summarize([tuple(entry) for entry in args.entry or []], args.comparison or [], outputs, series)
     print(f"wrote {len(rows)} rows to {args.csv} and {args.markdown}")

@@ -46,6 +46,7 @@ EXPERIMENT_OUTPUTS = {
     "summary_markdown": "summary.md",
     "averages": "averages.csv",
     "comparison_table": "comparisons.csv",
+    "series_table": "series.csv",
     # The report's files (report.smk); each figure's numbers in the CSV or JSON beside it.
     "results_page": "report/results.html",
     "provenance_page": "report/provenance.html",
@@ -55,6 +56,8 @@ EXPERIMENT_OUTPUTS = {
     "rank_distribution_data": "report/{dataset}/rank-distribution.csv",
     "class_recall": "report/{dataset}/class-recall.png",
     "class_recall_data": "report/{dataset}/class-recall.csv",
+    "series_plot": "report/series/{series}.png",
+    "series_plot_data": "report/series/{series}.csv",
     "forest_plot": "report/{dataset}/comparisons.png",
     "forest_plot_data": "report/{dataset}/comparisons.csv",
     "t2i_failures": "report/{dataset}/{model}/failures-t2i.png",

@@ -16,6 +16,7 @@ from clipeval.metric_catalog import DEFAULT_RANKING_AT, DEFAULT_RECALL_AT
 from clipeval.models.pretrained import is_checkpoint_path, weights_folder
 from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_artifact_pattern
 from clipeval.planning.keys import definition_key
+from clipeval.planning.series import SERIES_KEY
 
 EVALUATED_TASKS = ("retrieval", "classification")
 # Dataset keys that say how a dataset is scored, not what is in it.
@@ -55,6 +56,12 @@ class Plan:
         if name not in self.config["models"]:
             raise ConfigError(f"unknown model {name!r} (known: {', '.join(self.config['models'])})")
         return self.config["models"][name]
+
+    def checkpoint_series(self) -> dict[str, list[tuple[int, str]]]:
+        """{series: [(step, model), …] in step order}, of the config's checkpoint series (planning/series.py)."""
+        return {
+            name: [tuple(member) for member in members] for name, members in self.config.get(SERIES_KEY, {}).items()
+        }
 
     def is_features_model(self, name: str) -> bool:
         return "features" in self.model(name)

@@ -22,6 +22,7 @@ from clipeval.metric_catalog import (
     recall_ks,
     retrieval_metrics,
 )
+from clipeval.reporting.series_table import SERIES_COLUMNS, series_markdown, series_rows
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_json
 
@@ -240,7 +241,7 @@ def embed_headline(readme, summary) -> None:
     _write(readme, text.replace(headline_block(text, readme), fresh))
 
 
-def render_markdown(rows, averages, comparisons) -> str:
+def render_markdown(rows, averages, comparisons, series=()) -> str:
     lines = ["# Results", "", "Percentages; 95% bootstrap intervals in brackets where computed.", ""]
     lines += headline_lines(rows)
     lines += ["", "## Every metric"]
@@ -263,6 +264,14 @@ def render_markdown(rows, averages, comparisons) -> str:
             "",
         ]
         lines += comparisons_markdown(comparisons)
+    if series:
+        lines += [
+            "",
+            "## Checkpoint series",
+            "",
+            "Each dataset's main metric at every step; the best checkpoint in bold.",
+        ]
+        lines += series_markdown(series)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -271,9 +280,11 @@ def _write(path, text: str) -> None:
         Path(temporary).write_text(text, encoding="utf-8")
 
 
-def summarize(entries, comparison_paths, outputs: dict) -> list[dict]:
-    """entries: (model, dataset, metrics json path) in row order; outputs: csv, markdown, averages, comparisons."""
+def summarize(entries, comparison_paths, outputs: dict, series=None) -> list[dict]:
+    """entries: (model, dataset, metrics json path) in row order; outputs: csv, markdown, averages, comparisons
+    and series (its table has a header alone where there is none); series: {name: [(step, model), …]}."""
     rows = [summary_row(model, dataset, read_json(path)) for model, dataset, path in entries]
+    by_step = series_rows(rows, series or {})
     averages = average_rows(rows)
     comparisons = []
     for path in comparison_paths:
@@ -286,5 +297,9 @@ def summarize(entries, comparison_paths, outputs: dict) -> list[dict]:
         outputs["comparisons"],
         render_csv(comparisons, ["dataset", "task", "first", "second", "metric", "difference", "ci_low", "ci_high"]),
     )
-    _write(outputs["markdown"], render_markdown(rows, averages, comparisons))
+    _write(
+        outputs["series"],
+        render_csv([{**row, "best": "yes" if row["best"] else "no"} for row in by_step], SERIES_COLUMNS),
+    )
+    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step))
     return rows

@@ -1,0 +1,139 @@
+"""Checkpoint series: a glob of a run's checkpoints becomes one model per file, in step order, and the summary
+shows each dataset's main metric by step with the best checkpoint marked."""
+
+import pytest
+
+from clipeval.errors import ClipevalError
+from clipeval.planning.series import SERIES_KEY, checkpoint_step, expand_checkpoint_series
+from clipeval.reporting.series_table import series_markdown, series_rows
+
+
+def found(*names):
+    return lambda pattern: list(names)
+
+
+def config_with(models, evaluate=None):
+    config = {"models": models}
+    if evaluate is not None:
+        config["evaluate"] = evaluate
+    return config
+
+
+@pytest.mark.parametrize(
+    "name, step",
+    [("epoch_12.pt", 12), ("step-5000.pt", 5000), ("run3_epoch_7.safetensors", 7), ("model.step100.pt", 100)],
+)
+def test_the_step_is_the_last_number_before_the_suffix(tmp_path, name, step):
+    assert checkpoint_step(tmp_path / name) == step
+
+
+def test_a_series_becomes_its_members_in_step_order_in_the_series_place():
+    config = config_with(
+        {
+            "first": {"arch": "ViT-B-32", "pretrained": "openai"},
+            "run": {"arch": "ViT-B-32", "checkpoints": "ckpt/epoch_*.pt", "precision": "bf16"},
+            "last": {"arch": "RN50", "pretrained": "openai"},
+        },
+        evaluate=[{"model": "run", "dataset": "flickr"}, {"model": "first", "dataset": "flickr"}],
+    )
+    expand_checkpoint_series(config, found("ckpt/epoch_10.pt", "ckpt/epoch_2.pt", "ckpt/epoch_1.pt"))
+    assert list(config["models"]) == ["first", "run.epoch_1", "run.epoch_2", "run.epoch_10", "last"]
+    assert config["models"]["run.epoch_10"] == {
+        "arch": "ViT-B-32",
+        "precision": "bf16",
+        "pretrained": "ckpt/epoch_10.pt",
+    }
+    assert config[SERIES_KEY] == {"run": [[1, "run.epoch_1"], [2, "run.epoch_2"], [10, "run.epoch_10"]]}
+    assert [entry["model"] for entry in config["evaluate"]] == ["run.epoch_1", "run.epoch_2", "run.epoch_10", "first"]
+
+
+def test_a_file_in_the_working_folder_reads_as_a_path_not_a_tag():
+    config = config_with({"run": {"arch": "RN50", "checkpoints": "step*"}})
+    expand_checkpoint_series(config, found("step3"))
+    assert config["models"]["run.step3"]["pretrained"] == "./step3"
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ((), "models.run.checkpoints: no file matches 'ckpt/*.pt' (looked from {cwd})"),
+        (
+            ("ckpt/epoch_1.pt", "ckpt/epoch_latest.pt"),
+            "models.run.checkpoints: ckpt/epoch_latest.pt: the file's name has no step number (epoch_3.pt,"
+            " step-5000.pt); narrow the pattern to the numbered files (epoch_[0-9]*.pt)",
+        ),
+        (
+            ("ckpt/a/epoch_1.pt", "ckpt/b/step_1.pt"),
+            "models.run.checkpoints: ckpt/a/epoch_1.pt and ckpt/b/step_1.pt both have step 1",
+        ),
+    ],
+)
+def test_a_glob_that_gives_no_series_is_one_line_naming_the_key(files, message):
+    from pathlib import Path
+
+    with pytest.raises(ClipevalError) as error:
+        expand_checkpoint_series(config_with({"run": {"arch": "RN50", "checkpoints": "ckpt/*.pt"}}), found(*files))
+    assert str(error.value) == message.format(cwd=Path.cwd())
+
+
+def test_a_member_named_like_another_model_is_refused():
+    config = config_with(
+        {"run.epoch_1": {"arch": "RN50", "pretrained": "openai"}, "run": {"arch": "RN50", "checkpoints": "*"}}
+    )
+    with pytest.raises(ClipevalError, match=r"^models\.run\.checkpoints: its member 'run\.epoch_1' has the name of"):
+        expand_checkpoint_series(config, found("ckpt/epoch_1.pt"))
+
+
+def row(model, dataset, task, value, interval=None):
+    metric = {"retrieval": "mean_recall", "classification": "top1"}[task]
+    result = {"model": model, "dataset": dataset, "task": task, metric: value}
+    if interval:
+        result[f"{metric}_ci_low"], result[f"{metric}_ci_high"] = interval
+    return result
+
+
+def test_the_best_step_per_dataset_is_marked_the_earliest_on_a_tie():
+    rows = [
+        row("run.e2", "flickr", "retrieval", 50.0, (48.0, 52.0)),
+        row("run.e1", "flickr", "retrieval", 40.0, (38.0, 42.0)),
+        row("run.e3", "flickr", "retrieval", 45.0, (43.0, 47.0)),
+        row("run.e1", "cifar", "classification", 70.0),
+        row("run.e2", "cifar", "classification", 70.0),
+        row("run.e3", "cifar", "classification", None),
+        row("other", "flickr", "retrieval", 99.0),
+    ]
+    table = series_rows(rows, {"run": [(3, "run.e3"), (1, "run.e1"), (2, "run.e2")]})
+    assert [(r["dataset"], r["step"], r["metric"], r["value"], r["best"]) for r in table] == [
+        ("flickr", 1, "mean_recall", 40.0, False),
+        ("flickr", 2, "mean_recall", 50.0, True),
+        ("flickr", 3, "mean_recall", 45.0, False),
+        ("cifar", 1, "top1", 70.0, True),
+        ("cifar", 2, "top1", 70.0, False),
+        ("cifar", 3, "top1", None, False),
+    ]
+    assert series_markdown(table)[:7] == [
+        "",
+        "**run** on **flickr**, mean recall by step:",
+        "",
+        "| step | model | mean recall |",
+        "|---|---|---|",
+        "| 1 | run.e1 | 40.00 [38.00, 42.00] |",
+        "| 2 | run.e2 | **50.00 [48.00, 52.00]** (best) |",
+    ]
+
+
+def test_the_series_figure_refuses_a_table_that_is_not_the_summarys_in_one_line(tmp_path):
+    from conftest import run_cli
+
+    other = tmp_path / "other.csv"
+    other.write_text("model,dataset\nm,d\n")
+    result = run_cli("plot-series", "--series", "run", "--table", other, "--output", tmp_path / "run.png")
+    assert result.returncode == 1 and not (tmp_path / "run.png").exists()
+    assert result.stderr == (
+        f"clipeval: error: {other}: not a series table (the summary writes one: series, step, model, dataset, task,"
+        " metric, value, ci_low, ci_high, best)\n"
+    )
+    table = tmp_path / "series.csv"
+    table.write_text("series,step,model,dataset,task,metric,value,ci_low,ci_high,best\n")
+    result = run_cli("plot-series", "--series", "run", "--table", table, "--output", tmp_path / "run.png")
+    assert result.stderr == f"clipeval: error: {table}: no rows of series 'run'\n" and result.returncode == 1

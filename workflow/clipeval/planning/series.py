@@ -1,0 +1,89 @@
+"""Checkpoint series: a model entry whose `checkpoints` glob names a training run's files becomes one model per
+file, ordered by the step its name carries.
+
+`run: {arch: ViT-B-32, checkpoints: logs/run/checkpoints/epoch_*.pt}` becomes
+the models `run.epoch_1`, `run.epoch_2`, … , each the entry the user would
+write by hand (`{arch, pretrained: FILE}` with the series' precision and
+preprocessing), so a member shares its features with that entry and a new
+file adds only its own jobs. The series themselves are kept in the config
+under SERIES_KEY, {series: [[step, model], …]} in step order, for the summary
+and the report.
+"""
+
+import glob
+import re
+from pathlib import Path
+
+from clipeval.config_errors import location
+from clipeval.errors import ClipevalError
+
+SERIES_KEY = "checkpoint_series"
+# A member takes the series' entry less the glob, with its file as `pretrained`.
+SERIES_GLOB = "checkpoints"
+STEP = re.compile(r"\d+")
+
+
+def checkpoint_step(path: Path) -> int | None:
+    """The step a checkpoint's name carries: the last number in its name before the suffix (epoch_12.pt: 12,
+    step-5000.pt: 5000); None when there is none."""
+    numbers = STEP.findall(path.stem)
+    return int(numbers[-1]) if numbers else None
+
+
+def series_members(series: str, pattern: str, matches: list[str]) -> list[tuple[int, str, str]]:
+    """(step, model name, checkpoint path) of every file the glob matched, in step order; a ClipevalError names
+    the key and the file when a file has no step, or two have the same."""
+    key = location(("models", series, SERIES_GLOB))
+    if not matches:
+        raise ClipevalError(f"{key}: no file matches {pattern!r} (looked from {Path.cwd()})")
+    members, by_step = [], {}
+    for match in sorted(matches):
+        path = Path(match)
+        step = checkpoint_step(path)
+        if step is None:
+            raise ClipevalError(
+                f"{key}: {match}: the file's name has no step number (epoch_3.pt, step-5000.pt); narrow the"
+                " pattern to the numbered files (epoch_[0-9]*.pt)"
+            )
+        if step in by_step:
+            raise ClipevalError(f"{key}: {by_step[step]} and {match} both have step {step}")
+        by_step[step] = match
+        # A path without a folder or a known suffix would read as an open_clip tag.
+        pretrained = match if "/" in match else f"./{match}"
+        members.append((step, f"{series}.{path.stem}", pretrained))
+    return sorted(members)
+
+
+def expand_checkpoint_series(config: dict, find=None) -> None:
+    """Replace each series entry of config["models"] (in place, keeping the models' order) by its members, and
+    record the series under SERIES_KEY. `find(pattern)` lists the matching files (default: glob)."""
+    find = find or (lambda pattern: [path for path in glob.glob(pattern, recursive=True) if Path(path).is_file()])
+    models, series = {}, {}
+    for name, entry in config["models"].items():
+        if SERIES_GLOB not in entry:
+            models[name] = entry
+            continue
+        pattern = entry[SERIES_GLOB]
+        shared = {key: value for key, value in entry.items() if key != SERIES_GLOB}
+        series[name] = []
+        for step, member, pretrained in series_members(name, pattern, find(pattern)):
+            if member in config["models"] or member in models:
+                raise ClipevalError(
+                    f"{location(('models', name, SERIES_GLOB))}: its member {member!r} has the name of another model"
+                )
+            models[member] = {**shared, "pretrained": pretrained}
+            series[name].append([step, member])
+    config["models"] = models
+    config[SERIES_KEY] = series
+    _expand_evaluate(config, series)
+
+
+def _expand_evaluate(config: dict, series: dict) -> None:
+    """`evaluate` entries that name a series name each of its members."""
+    if "evaluate" not in config:
+        return
+    expanded = []
+    for entry in config["evaluate"]:
+        members = series.get(entry["model"])
+        expanded += [{**entry, "model": model} for _, model in members] if members else [entry]
+    config["evaluate"] = expanded

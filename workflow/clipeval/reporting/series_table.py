@@ -1,0 +1,66 @@
+"""A checkpoint series' results over its steps: each dataset's main metric per step, the best step marked.
+
+The best checkpoint of a series on a dataset has the highest value of the
+task's main metric (metric_catalog.MAIN_METRIC, the one the averages use); on
+a tie, the earliest step.
+"""
+
+from clipeval.metric_catalog import MAIN_METRIC, MAIN_METRIC_LABEL
+
+SERIES_COLUMNS = ["series", "step", "model", "dataset", "task", "metric", "value", "ci_low", "ci_high", "best"]
+
+
+def series_rows(rows: list[dict], series: dict[str, list[tuple[int, str]]]) -> list[dict]:
+    """One row per (series, dataset, step), from the summary's rows: datasets in the summary's order, steps
+    in increasing order."""
+    by_pair = {(row["model"], row["dataset"]): row for row in rows}
+    datasets = list(dict.fromkeys(row["dataset"] for row in rows))
+    result = []
+    for name, members in series.items():
+        for dataset in datasets:
+            scored = [(step, by_pair[model, dataset]) for step, model in sorted(members) if (model, dataset) in by_pair]
+            if not scored:
+                continue
+            metric = MAIN_METRIC[scored[0][1]["task"]]
+            values = [row.get(metric) for _, row in scored]
+            known = [value for value in values if value is not None]
+            best = values.index(max(known)) if known else None
+            result += [
+                {
+                    "series": name,
+                    "step": step,
+                    "model": row["model"],
+                    "dataset": dataset,
+                    "task": row["task"],
+                    "metric": metric,
+                    "value": row.get(metric),
+                    "ci_low": row.get(f"{metric}_ci_low"),
+                    "ci_high": row.get(f"{metric}_ci_high"),
+                    "best": index == best,
+                }
+                for index, (step, row) in enumerate(scored)
+            ]
+    return result
+
+
+def _value_cell(row: dict) -> str:
+    if row["value"] is None:
+        return "n/a"
+    text = f"{row['value']:.2f}"
+    if row["ci_low"] is not None:
+        text += f" [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+    return f"**{text}** (best)" if row["best"] else text
+
+
+def series_markdown(rows: list[dict]) -> list[str]:
+    """A table per series and dataset: step, model and the main metric, the best checkpoint in bold."""
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["series"], row["dataset"]), []).append(row)
+    lines = []
+    for (name, dataset), members in groups.items():
+        metric = MAIN_METRIC_LABEL[members[0]["task"]]
+        lines += ["", f"**{name}** on **{dataset}**, {metric} by step:", "", f"| step | model | {metric} |"]
+        lines.append("|---|---|---|")
+        lines += [f"| {row['step']} | {row['model']} | {_value_cell(row)} |" for row in members]
+    return lines
