@@ -56,6 +56,7 @@ localrules:
     plot_classification,
     plot_comparisons,
     plot_series,
+    compositionality_failures,
 
 
 # Before the first job: the cores against the numerics' threads, and the

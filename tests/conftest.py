@@ -58,6 +58,7 @@ LONGEST_FIRST = (
     "test_cli.py",
     "test_runtime_dependencies.py",
     "test_series_workflow.py",
+    "test_compositionality_workflow.py",
 )
 
 
@@ -75,6 +76,7 @@ WORKFLOW_FILES = {
     "test_fuzz_readers.py",
     "test_shell_quoting.py",
     "test_series_workflow.py",
+    "test_compositionality_workflow.py",
 }
 
 

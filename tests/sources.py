@@ -167,3 +167,79 @@ def object_array_as_shape_pickle() -> bytes:
     pointer_array = reconstruct(b"K\x00\x85") + b"(K\x01K\x01\x85" + dtype(b"O8") + b"\x89U\x08" + b"A" * 8 + b"tb"
     data_array = reconstruct(b"h\x01") + b"(K\x01K\x01\x85" + dtype(b"u1") + b"\x89U\x01xtb"
     return b"\x80\x02}(U\x06labels]U\x04data" + pointer_array + b"q\x010" + data_array + b"u."
+
+
+def write_sugarcrepe(directory, num_images=10, seed=15):
+    """SugarCrepe's layout: a folder of split files (id → filename, caption, negative_caption) over COCO
+    val2017-named images. Each split takes some of the images, some images two splits; the negative caption of
+    an image is another image's caption."""
+    images = directory / "val2017"
+    images.mkdir(parents=True, exist_ok=True)
+    drawn = shapes(num_images, seed, first_image_id=397000)
+    for image_id, raw, _, _ in drawn:
+        (images / f"{image_id:012d}.png").write_bytes(raw)
+    annotations = directory / "sugar-crepe"
+    annotations.mkdir(exist_ok=True)
+    splits = {"replace_obj": range(0, 6), "swap_att": range(4, num_images)}
+    for split, indices in splits.items():
+        entries = {}
+        for key, index in enumerate(indices):
+            image_id, _, texts, _ = drawn[index]
+            other = drawn[(index + 1) % num_images][2]
+            entries[str(3 * key)] = {
+                "filename": f"{image_id:012d}.png",
+                "caption": texts[0],
+                "negative_caption": other[0],
+            }
+        (annotations / f"{split}.json").write_text(json.dumps(entries))
+    return annotations, images
+
+
+def write_winoground(directory, num_examples=6, seed=16):
+    """Winoground's layout: examples.jsonl (id, caption_0/1, image_0/1 without suffix, tags) and images/."""
+    images = directory / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    drawn = shapes(2 * num_examples, seed)
+    lines = []
+    for example in range(num_examples):
+        captions = []
+        for j in range(2):
+            _, raw, texts, _ = drawn[2 * example + j]
+            (images / f"ex_{example}_img_{j}.png").write_bytes(raw)
+            captions.append(texts[0])
+        tag = ("Object", "Relation", "Both")[example % 3]
+        lines.append(
+            {
+                "id": example,
+                "caption_0": captions[0],
+                "caption_1": captions[1],
+                "image_0": f"ex_{example}_img_0",
+                "image_1": f"ex_{example}_img_1",
+                "tag": tag,
+                "secondary_tag": "",
+                "num_main_preds": 1,
+                "collapsed_tag": tag,
+            }
+        )
+    examples = directory / "examples.jsonl"
+    examples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return examples, images
+
+
+def compositionality_entries(folder="sources"):
+    """Config entries of the SugarCrepe and Winoground sets write_sugarcrepe and write_winoground make in
+    FOLDER/sugarcrepe and FOLDER/winoground."""
+    return {
+        "sugarcrepe": {
+            "format": "sugarcrepe",
+            "task": "compositionality",
+            "annotations": f"{folder}/sugarcrepe/sugar-crepe",
+            "images": f"{folder}/sugarcrepe/val2017",
+        },
+        "winoground": {
+            "format": "winoground",
+            "task": "compositionality",
+            "examples": f"{folder}/winoground/examples.jsonl",
+            "images": f"{folder}/winoground/images",
+        },
+    }

@@ -64,7 +64,8 @@ def test_the_valid_config_has_no_error():
         (lambda c: c["datasets"]["flickr"].pop("images"), "datasets.flickr: 'images' is a required property"),
         (
             lambda c: c["datasets"]["flickr"].update(format="flickr30k"),
-            "datasets.flickr.format: unknown format 'flickr30k' (allowed: cifar, cnclip, coco, imagefolder, karpathy, shapes)",
+            "datasets.flickr.format: unknown format 'flickr30k' (allowed: cifar, cnclip, coco, imagefolder, karpathy, shapes,"
+            " sugarcrepe, winoground)",
         ),
         (lambda c: c["datasets"]["flickr"].pop("format"), "datasets.flickr: 'format' is a required property"),
         (

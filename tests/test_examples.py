@@ -150,7 +150,7 @@ def test_every_example_plans_a_score_for_each_model_and_dataset(tmp_path, path):
     config = yaml.safe_load(path.read_text())
     create_named_inputs(workdir, config)
     planned = planned_jobs(workdir, "--configfile", f"config/examples/{path.name}")
-    scored = planned.get("score_retrieval", 0) + planned.get("score_classification", 0)
+    scored = sum(planned.get(f"score_{task}", 0) for task in ("retrieval", "classification", "compositionality"))
     assert scored == model_count(config) * len(config["datasets"]) and planned["all"] == 1
 
 

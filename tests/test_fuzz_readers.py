@@ -24,7 +24,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sources import shapes, write_cifar, write_cnclip, write_coco, write_imagefolder, write_karpathy
+from sources import (
+    shapes,
+    write_cifar,
+    write_cnclip,
+    write_coco,
+    write_imagefolder,
+    write_karpathy,
+    write_sugarcrepe,
+    write_winoground,
+)
 
 from clipeval.cli import main
 
@@ -295,6 +304,25 @@ def build_cifar(root):
     (root / "templates.txt").write_text("a {}\n")
 
 
+def build_sugarcrepe(root):
+    write_sugarcrepe(root, num_images=6)
+
+
+def build_winoground(root):
+    write_winoground(root, num_examples=3)
+
+
+def build_compositionality(root):
+    examples = [
+        {"example_id": 0, "group": "wino", "image_ids": [1, 2], "text_ids": [10, 11]},
+        {"example_id": 1, "group": "sugar", "image_ids": [3], "text_ids": [12, 13]},
+        {"example_id": 2, "group": "sugar", "image_ids": [1], "text_ids": [13, 10]},
+    ]
+    (root / "examples.jsonl").write_text("".join(json.dumps(example) + "\n" for example in examples))
+    (root / "images.jsonl").write_text(features_lines("image_id", [1, 2, 3], 8, 4))
+    (root / "texts.jsonl").write_text(features_lines("text_id", [10, 11, 12, 13], 8, 5))
+
+
 def build_classification(root):
     (root / "images.jsonl").write_text(features_lines("image_id", [1, 2, 3, 4], 8, 2))
     (root / "classes.jsonl").write_text(features_lines("class_id", [0, 1, 2], 8, 3))
@@ -389,6 +417,40 @@ CASES = {
         {"cifar/test_batch": "binary", "cifar/batches.meta": "binary", "templates.txt": "text"},
         ["prepare", "cifar", "--batch", "@cifar/test_batch", "--templates", "@templates.txt", "--out", "@out"],
         ["out"],
+    ),
+    "SugarCrepe splits (prepare sugarcrepe)": Case(
+        build_sugarcrepe,
+        {
+            "sugar-crepe/replace_obj.json": "json",
+            "sugar-crepe/swap_att.json": "json",
+            "val2017/000000397000.png": "binary",
+        },
+        ["prepare", "sugarcrepe", "--annotations", "@sugar-crepe", "--images", "@val2017", "--out", "@out"],
+        ["out"],
+    ),
+    "Winoground examples (prepare winoground)": Case(
+        build_winoground,
+        {"examples.jsonl": "jsonl", "images/ex_0_img_1.png": "binary"},
+        ["prepare", "winoground", "--examples", "@examples.jsonl", "--images", "@images", "--out", "@out"],
+        ["out"],
+    ),
+    "examples and features (score-compositionality)": Case(
+        build_compositionality,
+        {"examples.jsonl": "jsonl", "images.jsonl": "jsonl", "texts.jsonl": "jsonl"},
+        [
+            "score-compositionality",
+            "--examples",
+            "@examples.jsonl",
+            "--image-feats",
+            "@images.jsonl",
+            "--text-feats",
+            "@texts.jsonl",
+            "--bootstrap",
+            "0",
+            "--output",
+            "@out.json",
+        ],
+        ["out.json"],
     ),
     "labels, classes, features (score-classification)": Case(
         build_classification,

@@ -15,7 +15,7 @@ LAYERS = (
     ("storage",),
     ("data", "statistics"),
     ("models", "features"),
-    ("retrieval", "classification"),
+    ("retrieval", "classification", "compositionality"),
     ("comparison",),
     ("reporting",),
     ("experiments", "leaderboard", "pruning", "config_errors", "codegraph"),

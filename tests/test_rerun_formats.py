@@ -25,11 +25,21 @@ from snakemake_runner import (
     run_jobs,
     shared_path,
 )
-from sources import write_cnclip, write_coco, write_imagefolder, write_karpathy, write_shapes_cifar
+from sources import (
+    compositionality_entries,
+    write_cnclip,
+    write_coco,
+    write_imagefolder,
+    write_karpathy,
+    write_shapes_cifar,
+    write_sugarcrepe,
+    write_winoground,
+)
 from warm_jobs import module_listing_env
 
 RETRIEVAL = ("shapes-1k", "cn", "flickr", "coco")
 CLASSIFICATION = ("shapes-classes", "cifar", "folder")
+COMPOSITIONALITY = ("sugarcrepe", "winoground")
 
 
 def formats_config():
@@ -85,6 +95,7 @@ def formats_config():
                 "classnames": "sources/classnames.txt",
                 "templates": "sources/templates.txt",
             },
+            **compositionality_entries(),
         },
         "models": {
             "tiny": {
@@ -93,7 +104,7 @@ def formats_config():
             },
             "local": {"arch": "clipeval-tiny", "pretrained": "weights/local.pt"},
         },
-        "evaluate": [{"model": "tiny", "dataset": name} for name in RETRIEVAL + CLASSIFICATION]
+        "evaluate": [{"model": "tiny", "dataset": name} for name in RETRIEVAL + CLASSIFICATION + COMPOSITIONALITY]
         + [{"model": "local", "dataset": "flickr"}],
         "extract": {"batch_size": 64, "num_workers": 0, "device": "cpu"},
         "metrics": {"bootstrap": 50},
@@ -118,6 +129,8 @@ def formats_experiment(directory):
     write_coco(sources)
     write_imagefolder(sources)
     write_shapes_cifar(sources)
+    write_sugarcrepe(sources / "sugarcrepe")
+    write_winoground(sources / "winoground")
     write_weights(directory / "weights/local.pt", seed=0)
     edit_config(directory, lambda config: (config.clear(), config.update(formats_config())))
     return directory
@@ -134,17 +147,21 @@ def experiment(tmp_path_factory):
         "prepare_coco": 1,
         "prepare_cifar": 1,
         "prepare_imagefolder": 1,
+        "prepare_sugarcrepe": 1,
+        "prepare_winoground": 1,
         "train": 1,
         "describe_model": 2,
         # both models preprocess alike: one pixel job per dataset
-        "decode_pixels": 7,
-        "extract_text_features": 5,
-        "extract_image_shard": 8,
-        "gather_image_features": 8,
+        "decode_pixels": 9,
+        "extract_text_features": 7,
+        "extract_image_shard": 10,
+        "gather_image_features": 10,
         "knn": 10,
         "score_retrieval": 5,
         "encode_classes": 3,
         "score_classification": 3,
+        "score_compositionality": 2,
+        "compositionality_failures": 2,
         "compare_models": 1,
         "summary": 1,
         "all": 1,
@@ -185,6 +202,13 @@ CLASSIFICATION_JOBS_RUN = {
     "score_classification": 1,
 }
 FINISH = {"summary": 1, "all": 1, "report_tables": 1}
+# A compositionality set's captions changed: its extraction and its score, nothing else.
+COMPOSITIONALITY_JOBS = {
+    "extract_text_features": 1,
+    "extract_image_shard": 1,
+    "gather_image_features": 1,
+    "score_compositionality": 1,
+}
 
 
 def report(retrieval_datasets=0, retrieval_pairs=0, classification_datasets=0, classification_pairs=0, compared=0):
@@ -238,6 +262,21 @@ ROWS = {
         plus({"prepare_coco": 1}, PIXELS, retrieval_jobs(), FINISH, report(1, 1)),
         None,
     ),
+    "sugarcrepe split file": (
+        edit_file(
+            "sources/sugarcrepe/sugar-crepe/swap_att.json",
+            lambda raw: raw.replace(b'"caption": "', b'"caption": "one ', 1),
+        ),
+        plus({"prepare_sugarcrepe": 1}, PIXELS, COMPOSITIONALITY_JOBS, FINISH, {"compositionality_failures": 1}),
+        None,
+    ),
+    "winoground examples": (
+        edit_file(
+            "sources/winoground/examples.jsonl", lambda raw: raw.replace(b'"caption_0": "', b'"caption_0": "one ', 1)
+        ),
+        plus({"prepare_winoground": 1}, PIXELS, COMPOSITIONALITY_JOBS, FINISH, {"compositionality_failures": 1}),
+        None,
+    ),
     "image folder file": (
         replace_folder_image,
         plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
@@ -261,7 +300,15 @@ ROWS = {
     ),
     "metrics.bootstrap_seed": (
         lambda w: edit_config(w, lambda c: c["metrics"].update(bootstrap_seed=1)),
-        {"score_retrieval": 5, "score_classification": 3, "compare_models": 1, **FINISH, **report(4, 5, 3, compared=1)},
+        {
+            "score_retrieval": 5,
+            "score_classification": 3,
+            "score_compositionality": 2,
+            "compositionality_failures": 2,
+            "compare_models": 1,
+            **FINISH,
+            **report(4, 5, 3, compared=1),
+        },
         None,
     ),
     "local weights file, same path": (
@@ -341,8 +388,8 @@ def rule_of_log(path, workdir, config):
         )
     if stage == "classify":
         return {"classes": "encode_classes", "score": "score_classification"}[path.stem]
-    if stage == "score":
-        return "score_retrieval"
+    if stage == "score":  # score/{experiment}/{model}/{dataset}.log, …/{dataset}/compositionality.log
+        return "score_compositionality" if path.stem == "compositionality" else "score_retrieval"
     if stage == "report":  # report/{experiment}/tables.log, …/{dataset}/plots.log, …/{dataset}/{model}/failures.log
         classification = len(parts) > 3 and config["datasets"][parts[2]]["task"] == "classification"
         return {
@@ -350,6 +397,7 @@ def rule_of_log(path, workdir, config):
             "comparisons": "plot_comparisons",
             "plots": "plot_classification" if classification else "plot_retrieval",
             "failures": "classification_failures" if classification else "retrieval_failures",
+            "choice-failures": "compositionality_failures",
         }[path.stem]
     return {"train": "train", "knn": "knn", "compare": "compare_models", "summary": "summary"}[stage]
 

@@ -10,7 +10,7 @@ from conftest import REPO, run_cli
 from PIL import Image
 from snakemake_runner import JOB_CORES, copy_workflow, edit_config, planned_jobs, shared_path, snakemake
 
-from clipeval.data.sources import CAPTIONS, CLASSES, format_names, source_format
+from clipeval.data.sources import CAPTIONS, CHOICES, CLASSES, format_names, source_format
 
 # Keys of every dataset entry that say how it is scored, not how it is read.
 SCORING_KEYS = {"format", "task", "protocol"}
@@ -21,7 +21,16 @@ def dataset_schemas(root=REPO):
 
 
 def test_the_formats_are_the_modules_of_data_sources():
-    assert format_names() == ["cifar", "cnclip", "coco", "imagefolder", "karpathy", "shapes"]
+    assert format_names() == [
+        "cifar",
+        "cnclip",
+        "coco",
+        "imagefolder",
+        "karpathy",
+        "shapes",
+        "sugarcrepe",
+        "winoground",
+    ]
     assert {name: source_format(name).writes for name in format_names()} == {
         "cifar": CLASSES,
         "cnclip": CAPTIONS,
@@ -29,6 +38,8 @@ def test_the_formats_are_the_modules_of_data_sources():
         "imagefolder": CLASSES,
         "karpathy": CAPTIONS,
         "shapes": CAPTIONS + CLASSES,
+        "sugarcrepe": CHOICES,
+        "winoground": CHOICES,
     }
 
 
@@ -44,7 +55,7 @@ def test_each_format_has_a_schema_entry_with_exactly_its_settings(name):
 def test_prepare_lists_the_formats_and_each_format_its_settings():
     listing = run_cli("prepare", "--help")
     assert listing.returncode == 0
-    assert "{cifar,cnclip,coco,imagefolder,karpathy,shapes}" in listing.stdout
+    assert "{cifar,cnclip,coco,imagefolder,karpathy,shapes,sugarcrepe,winog" in listing.stdout
     settings = run_cli("prepare", "coco", "--help")
     assert settings.returncode == 0
     assert settings.stdout.startswith(

@@ -9,6 +9,7 @@ models' separate intervals suggest.
 import numpy as np
 
 from clipeval.classification.metrics import class_samples, classification_statistic
+from clipeval.compositionality.metrics import compositionality_statistic, group_samples
 from clipeval.errors import ClipevalError
 from clipeval.retrieval.directions import DIRECTIONS
 from clipeval.retrieval.metrics import rank_samples, retrieval_statistic
@@ -36,6 +37,8 @@ def check_pairable(first: dict, second: dict, second_path) -> None:
             _require_same(
                 first[direction], second[direction], second_path, ("query_ids", "folds"), f"{direction} queries"
             )
+    elif first["task"] == "compositionality":
+        _require_same(first, second, second_path, ("groups", "example_ids", "group_of"), "examples")
     else:
         _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
 
@@ -48,6 +51,11 @@ def paired_samples(first: dict, second: dict, second_path):
         samples = {d: [np.column_stack([x, y]) for x, y in zip(a[d], b[d])] for d in a}
         ks, ranking_at = first["recall_at"], first["ranking_at"]
         return samples, retrieval_statistic(ks, ranking_at, 0), retrieval_statistic(ks, ranking_at, 1)
+    if first["task"] == "compositionality":
+        a, b = group_samples(first), group_samples(second)
+        samples = {"examples": [np.column_stack([x, y]) for x, y in zip(a["examples"], b["examples"])]}
+        groups = first["groups"]
+        return samples, compositionality_statistic(groups, 0), compositionality_statistic(groups, 1)
     rows = np.column_stack([class_samples(first)["images"][0], second["ranks"]])
     num_classes = first["num_classes"]
     return (

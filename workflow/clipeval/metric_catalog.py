@@ -21,8 +21,8 @@ RSUM_KS = (1, 5, 10)
 DIRECTIONS = {"t2i": "text → image", "i2t": "image → text"}
 # Each task's headline metric: the summary's averages over datasets (as OpenCLIP
 # reports its "average over N datasets") and the experiment listing show it.
-MAIN_METRIC = {"retrieval": "mean_recall", "classification": "top1"}
-MAIN_METRIC_LABEL = {"retrieval": "mean recall", "classification": "top-1"}
+MAIN_METRIC = {"retrieval": "mean_recall", "classification": "top1", "compositionality": "text_score"}
+MAIN_METRIC_LABEL = {"retrieval": "mean recall", "classification": "top-1", "compositionality": "text score"}
 
 
 @dataclass(frozen=True)
@@ -95,16 +95,22 @@ CLASSIFICATION_METRICS = [
 ]
 
 
-def task_metrics(task: str, ks=DEFAULT_RECALL_AT) -> list[Metric]:
-    return retrieval_metrics(ks) if task == "retrieval" else list(CLASSIFICATION_METRICS)
+# SugarCrepe's and ARO's accuracy is the text score; Winoground reports all three (compositionality/metrics.py).
+COMPOSITIONALITY_METRICS = [
+    Metric("text_score", "text score"),
+    Metric("image_score", "image score"),
+    Metric("group_score", "group score"),
+]
+# Every task's metrics but retrieval's, whose columns follow its K values.
+FIXED_METRICS = {"classification": CLASSIFICATION_METRICS, "compositionality": COMPOSITIONALITY_METRICS}
 
 
 def compared_metrics(task: str, ks=DEFAULT_RECALL_AT, with_rsum=True) -> list[Metric]:
     """The paired differences shown in the summary's table (and, without Rsum, which only repeats mean recall six
     times over, in the forest plot): each direction's smallest R@K and, where defined, Rsum and mean recall;
-    every metric for classification."""
+    every metric for the other tasks."""
     if task != "retrieval":
-        return list(CLASSIFICATION_METRICS)
+        return list(FIXED_METRICS[task])
     first = recall_key(min(ks))
     shown = [Metric(f"{d}_{first}", f"{group.replace(' ', '')} {first}") for d, group in DIRECTIONS.items()]
     if has_rsum(ks):

@@ -231,6 +231,17 @@ def score_inputs(wildcards):
     return inputs
 
 
+def compositionality_score_inputs(wildcards):
+    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
+    return {
+        "examples": PLAN.artifact("dataset_examples", dataset=wildcards.dataset),
+        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
+        "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
+        "image_feats": features["images"],
+        "text_feats": features["texts"],
+    }
+
+
 def predictions_option(wildcards, input):
     if "t2i" in input.keys():
         return ["--t2i", input.t2i, "--i2t", input.i2t]
@@ -343,6 +354,15 @@ def retrieval_gallery_inputs(wildcards):
     }
 
 
+def compositionality_gallery_inputs(wildcards):
+    return {
+        "images": PLAN.artifact("dataset_images", dataset=wildcards.dataset),
+        "texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset),
+        "examples": PLAN.artifact("dataset_examples", dataset=wildcards.dataset),
+        "ranks": PLAN.score_file(wildcards.model, wildcards.dataset, "ranks"),
+    }
+
+
 def classification_gallery_inputs(wildcards):
     features = PLAN.feature_files(wildcards.model, wildcards.dataset)
     return {
@@ -371,6 +391,11 @@ def report_files():
             for model in PLAN.models_on(dataset)
             for name in ("confusion", "confused_pairs")
         ]
+    files += [
+        PLAN.artifact("choice_failures", dataset=dataset, model=model)
+        for dataset in PLAN.evaluated_datasets("compositionality")
+        for model in PLAN.models_on(dataset)
+    ]
     files += [PLAN.artifact("forest_plot", dataset=dataset) for dataset in PLAN.compared_models()]
     files += [PLAN.artifact("series_plot", series=series) for series in PLAN.checkpoint_series()]
     return files

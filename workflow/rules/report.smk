@@ -216,3 +216,32 @@ rule classification_failures:
         " --images {input.images:q} --image-feats {input.image_feats:q} --class-feats {input.class_feats:q}"
         " --labels {input.labels:q} --classes {input.classes:q}"
         " --confusion-output {output.confusion:q} --pairs-output {output.pairs:q} > {log:q} 2>&1"
+
+
+rule compositionality_failures:
+    input:
+        unpack(compositionality_gallery_inputs),
+    output:
+        gallery=report(
+            PLAN.experiment_artifact("choice_failures"),
+            caption="../report/choice_failures.rst",
+            category="{dataset}",
+            subcategory="{model}",
+            labels={"figure": "wrong choices"},
+        ),
+        data=PLAN.experiment_artifact("choice_failures_data"),
+    log:
+        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/{{model}}/choice-failures.log",
+    wildcard_constraints:
+        dataset=names_matching(PLAN.evaluated_datasets("compositionality")),
+    conda:
+        ENV_FILE
+    params:
+        title=gallery_title,
+        failures=config["report"]["failures"],
+        thumbnail=config["report"]["thumbnail_size"],
+        code=code_fingerprint("compositionality-failures"),
+    shell:
+        "python -m clipeval compositionality-failures --title {params.title:q} --images {input.images:q}"
+        " --texts {input.texts:q} --examples {input.examples:q} --ranks {input.ranks:q}"
+        " --failures {params.failures:q} --thumbnail {params.thumbnail:q} --output {output.gallery:q} > {log:q} 2>&1"

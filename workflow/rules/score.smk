@@ -31,3 +31,28 @@ rule score_retrieval:
         " {params.allow_without_positive:q}"
         " {params.intervals:q} --dataset-meta {input.dataset_meta:q} --model-meta {input.model_meta:q}"
         " --config {params.result_config:q} --ranks-output {output.ranks:q} --output {output.metrics:q} > {log:q} 2>&1"
+
+
+# compositionality: each example's images choose among its captions and its
+# captions among its images, from the extract stage's features (no knn).
+
+
+rule score_compositionality:
+    input:
+        unpack(compositionality_score_inputs),
+    output:
+        metrics=PLAN.experiment_artifact("compositionality_scores"),
+        ranks=PLAN.experiment_artifact("compositionality_ranks"),
+    log:
+        f"logs/score/{PLAN.experiment_name()}/{{model}}/{{dataset}}/compositionality.log",
+    conda:
+        ENV_FILE
+    params:
+        intervals=PLAN.interval_options(),
+        result_config=result_config,
+        code=code_fingerprint("score-compositionality"),
+    shell:
+        "python -m clipeval score-compositionality --examples {input.examples:q}"
+        " --image-feats {input.image_feats:q} --text-feats {input.text_feats:q} {params.intervals:q}"
+        " --dataset-meta {input.dataset_meta:q} --model-meta {input.model_meta:q} --config {params.result_config:q}"
+        " --ranks-output {output.ranks:q} --output {output.metrics:q} > {log:q} 2>&1"

@@ -1,4 +1,5 @@
-"""A prepared dataset directory: images.lmdb + texts.jsonl + meta.json."""
+"""A prepared dataset directory: images.lmdb + texts.jsonl + meta.json (and labels or compositionality
+examples)."""
 
 import hashlib
 from collections.abc import Iterable
@@ -7,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from clipeval.data.captions import Captions, check_references, load_captions
+from clipeval.data.choices import check_example_references, write_examples
 from clipeval.data.image_lmdb import ImageStore, write_image_store
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output, is_partial_of
@@ -80,7 +82,7 @@ def write_texts_and_meta(
 
 
 # What a prepared dataset directory may hold; write_dataset replaces such a directory whole.
-DATASET_ENTRIES = ("images.lmdb", "texts.jsonl", "labels.jsonl", "classes.json", "meta.json")
+DATASET_ENTRIES = ("images.lmdb", "texts.jsonl", "labels.jsonl", "classes.json", "examples.jsonl", "meta.json")
 
 
 def write_dataset(out_dir, prepared) -> dict:
@@ -122,6 +124,11 @@ def _write_into(staging: Path, out_dir: Path, prepared) -> dict:
     if prepared.captions is not None:
         check_references(prepared.captions, image_ids, prepared.source.get("texts", out_dir / "texts.jsonl"))
     extra_files = write_class_files(staging, *prepared.classes) if prepared.classes else []
+    if prepared.examples is not None:
+        examples_path = out_dir / "examples.jsonl"
+        check_example_references(prepared.examples, image_ids, prepared.captions.text_ids, examples_path)
+        write_examples(staging / "examples.jsonl", prepared.examples)
+        extra_files.append(staging / "examples.jsonl")
     return write_texts_and_meta(
         staging, prepared.captions, image_ids, checksummed.digests, prepared.source, extra_files
     )

@@ -27,6 +27,14 @@ def image_in_folder(image_dir, names: list[str], where: str) -> Path:
     return Path(image_dir, *parts)
 
 
+def listed_image(image_dir, names: list[str], where: str) -> Path:
+    """image_in_folder's file, refused with `where` (the annotation's file and entry) when it is not there."""
+    path = image_in_folder(image_dir, names, where)
+    if not path.exists():
+        raise ClipevalError(f"{where}: image file {path} not found")
+    return path
+
+
 def read_image_files(files: Iterable[tuple[int, Path]], source) -> Iterator[tuple[int, bytes]]:
     """Yield (image_id, file bytes), checking that each is a regular file of bounded size that decodes."""
     for image_id, path in files:

@@ -69,7 +69,7 @@ def check_references(plan: Plan) -> None:
         for dataset, files in entry.get("features", {}).items():
             evaluated(("models", name, "features", dataset), dataset)
             task = config["datasets"][dataset]["task"]
-            needed = {"retrieval": "texts", "classification": "classes"}[task]
+            needed = {"retrieval": "texts", "classification": "classes", "compositionality": "texts"}[task]
             if needed not in files:
                 raise ConfigError(
                     f"{location(('models', name, 'features', dataset))}: a {task} dataset needs {needed!r} features"

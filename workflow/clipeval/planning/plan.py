@@ -18,7 +18,7 @@ from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_art
 from clipeval.planning.keys import definition_key
 from clipeval.planning.series import SERIES_KEY
 
-EVALUATED_TASKS = ("retrieval", "classification")
+EVALUATED_TASKS = ("retrieval", "classification", "compositionality")
 # Dataset keys that say how a dataset is scored, not what is in it.
 SCORING_KEYS = ("task", "protocol")
 # Every source format (workflow/clipeval/data/sources/), by its config name.

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from clipeval.metric_catalog import (
     CLASSIFICATION_METRICS,
+    COMPOSITIONALITY_METRICS,
     DEFAULT_RECALL_AT,
     DIRECTIONS,
+    FIXED_METRICS,
     MAIN_METRIC,
     compared_metrics,
     has_rsum,
@@ -36,7 +38,7 @@ def metric_values(metrics: dict, task: str) -> dict:
         values = {f"{d}_{name}": value for d in DIRECTIONS for name, value in metrics[d].items()}
         values.update({name: metrics[name] for name in ("rsum", "mean_recall") if name in metrics})
         return values
-    return {metric.column: metrics[metric.column] for metric in CLASSIFICATION_METRICS}
+    return {metric.column: metrics[metric.column] for metric in FIXED_METRICS[task] if metric.column in metrics}
 
 
 def summary_row(model: str, dataset: str, metrics: dict) -> dict:
@@ -49,6 +51,8 @@ def summary_row(model: str, dataset: str, metrics: dict) -> dict:
     row["images"] = counts["images"]
     if task == "retrieval":
         row.update(protocol=metrics.get("protocol", "full"), texts=counts["texts"])
+    elif task == "compositionality":
+        row["texts"] = counts["texts"]
     else:
         row["classes"] = counts["classes"]
     return row
@@ -56,6 +60,18 @@ def summary_row(model: str, dataset: str, metrics: dict) -> dict:
 
 def _row_ks(rows: list[dict], ks_of) -> set[int]:
     return {k for row in rows for d in DIRECTIONS for k in ks_of({c[len(d) + 1 :] for c in row if c[: len(d)] == d})}
+
+
+def group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
+    """A compositionality result's rows per group (SugarCrepe's splits, Winoground's tags), with intervals."""
+    intervals = (metrics.get("intervals") or {}).get("groups", {})
+    rows = []
+    for group, values in metrics.get("groups", {}).items():
+        row = {"model": model, "dataset": dataset, "group": group, **values}
+        for column, interval in intervals.get(group, {}).items():
+            row[f"{column}_ci_low"], row[f"{column}_ci_high"] = interval if interval else (None, None)
+        rows.append(row)
+    return rows
 
 
 def row_recall_ks(rows: list[dict]) -> list[int]:
@@ -72,7 +88,7 @@ def row_ranking_ks(rows: list[dict]) -> list[int]:
 def metric_columns(rows: list[dict]) -> list[str]:
     """Retrieval's columns for the rows' K values, then classification's: the catalogue's order."""
     retrieval = retrieval_metrics(row_recall_ks(rows), row_ranking_ks(rows))
-    return [m.column for m in retrieval] + [m.column for m in CLASSIFICATION_METRICS]
+    return [m.column for m in [*retrieval, *CLASSIFICATION_METRICS, *COMPOSITIONALITY_METRICS]]
 
 
 def columns_for(rows: list[dict]) -> list[str]:
@@ -168,13 +184,14 @@ def comparisons_markdown(rows: list[dict]) -> list[str]:
         if not pairs:
             continue
         shown = compared_metrics(task, row_recall_ks([metrics for _, metrics in pairs]))
-        metric_names = [metric.column for metric in shown]
+        # A metric only some datasets define (the image score: Winoground's, not SugarCrepe's) is blank elsewhere.
+        metric_names = [m.column for m in shown if any(m.column in metrics for _, metrics in pairs)]
         columns = ["dataset", "first − second", *metric_names]
         lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         for (dataset, first, second, _), metrics in pairs:
             cells = [
-                _cell({"d": m["difference"], "d_ci_low": m["ci_low"], "d_ci_high": m["ci_high"]}, "d")
-                for m in (metrics[name] for name in metric_names)
+                _cell({"d": m["difference"], "d_ci_low": m["ci_low"], "d_ci_high": m["ci_high"]}, "d") if m else ""
+                for m in (metrics.get(name) for name in metric_names)
             ]
             lines.append("| " + " | ".join([dataset, f"{first} − {second}", *cells]) + " |")
         lines.append("")
@@ -241,7 +258,7 @@ def embed_headline(readme, summary) -> None:
     _write(readme, text.replace(headline_block(text, readme), fresh))
 
 
-def render_markdown(rows, averages, comparisons, series=()) -> str:
+def render_markdown(rows, averages, comparisons, series=(), groups=()) -> str:
     lines = ["# Results", "", "Percentages; 95% bootstrap intervals in brackets where computed.", ""]
     lines += headline_lines(rows)
     lines += ["", "## Every metric"]
@@ -252,6 +269,10 @@ def render_markdown(rows, averages, comparisons, series=()) -> str:
                 c for c in columns_for(task_rows) if not c.endswith(INTERVAL_BOUNDS) and any(c in r for r in task_rows)
             ]
             lines += ["", f"### {task.capitalize()}", ""] + markdown_table(task_rows, shown)
+    if groups:
+        shown = [m.column for m in COMPOSITIONALITY_METRICS if any(m.column in row for row in groups)]
+        lines += ["", "### Compositionality by group", ""]
+        lines += markdown_table(list(groups), ["model", "dataset", "group", *shown])
     if averages:
         lines += ["", "## Average over datasets", ""]
         lines += markdown_table(averages, ["model", "task", "metric", "datasets", "average"])
@@ -283,7 +304,9 @@ def _write(path, text: str) -> None:
 def summarize(entries, comparison_paths, outputs: dict, series=None) -> list[dict]:
     """entries: (model, dataset, metrics json path) in row order; outputs: csv, markdown, averages, comparisons
     and series (its table has a header alone where there is none); series: {name: [(step, model), …]}."""
-    rows = [summary_row(model, dataset, read_json(path)) for model, dataset, path in entries]
+    results = [(model, dataset, read_json(path)) for model, dataset, path in entries]
+    rows = [summary_row(*result) for result in results]
+    groups = [row for result in results for row in group_rows(*result)]
     by_step = series_rows(rows, series or {})
     averages = average_rows(rows)
     comparisons = []
@@ -301,5 +324,5 @@ def summarize(entries, comparison_paths, outputs: dict, series=None) -> list[dic
         outputs["series"],
         render_csv([{**row, "best": "yes" if row["best"] else "no"} for row in by_step], SERIES_COLUMNS),
     )
-    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step))
+    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step, groups))
     return rows

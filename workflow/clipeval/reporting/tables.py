@@ -13,13 +13,14 @@ import pandas as pd
 
 from clipeval.metric_catalog import (
     CLASSIFICATION_METRICS,
+    COMPOSITIONALITY_METRICS,
     DIRECTIONS,
     RANKING_METRICS,
     ranking_key,
     recall_key,
     retrieval_metrics,
 )
-from clipeval.reporting.summary import average_rows, row_ranking_ks, row_recall_ks, summary_row
+from clipeval.reporting.summary import average_rows, group_rows, row_ranking_ks, row_recall_ks, summary_row
 from clipeval.storage.jsonl import read_json
 
 
@@ -36,6 +37,7 @@ def retrieval_columns(ks, ranking_at=()) -> list[tuple]:
 
 
 CLASSIFICATION_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in CLASSIFICATION_METRICS]
+COMPOSITIONALITY_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in COMPOSITIONALITY_METRICS]
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin-bottom: 2em; font-size: 14px; }
@@ -115,7 +117,8 @@ def page(title: str, sections: list[str]) -> str:
 
 def results_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
     """entries: (model, dataset, metrics json path) in config order."""
-    rows = [summary_row(model, dataset, read_json(path)) for model, dataset, path in entries]
+    results = [(model, dataset, read_json(path)) for model, dataset, path in entries]
+    rows = [summary_row(*result) for result in results]
     sections = [
         f"<h1>{html.escape(experiment)}: results</h1>",
         "<p>Percentages, 95% bootstrap intervals in brackets where computed; ranks are 1-based. "
@@ -136,6 +139,14 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
         sections.append(
             metric_table("classification", classification, CLASSIFICATION_COLUMNS, "Zero-shot classification")
         )
+    compositional = [row for row in rows if row["task"] == "compositionality"]
+    if compositional:
+        shown = [column for column in COMPOSITIONALITY_COLUMNS if any(column[2] in row for row in compositional)]
+        sections.append(metric_table("compositionality", compositional, shown, "Compositionality"))
+        groups = [row for result in results for row in group_rows(*result)]
+        for row in groups:  # each group a table row of its own, as a dataset's
+            row["dataset"] = f"{row['dataset']}: {row['group']}"
+        sections.append(metric_table("compositionality-groups", groups, shown, "Compositionality by group"))
     averages = [
         {
             "model": a["model"],

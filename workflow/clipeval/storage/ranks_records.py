@@ -7,6 +7,7 @@ from clipeval.storage.jsonl import read_json
 RECORD_KEYS = {
     "retrieval": ("protocol", "folds", "recall_at", "ranking_at", "t2i", "i2t"),
     "classification": ("num_classes", "image_ids", "labels", "ranks"),
+    "compositionality": ("groups", "example_ids", "group_of", "outcomes", "choices"),
 }
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 # What a format writes besides images.lmdb and meta.json.
 CAPTIONS = ("texts",)
 CLASSES = ("labels", "classes")
+# Compositionality sets: every candidate caption, and the examples that choose among them (data/choices.py).
+CHOICES = ("texts", "examples")
 
 # How the workflow tracks a setting: a file by its content, a folder by the
 # content of every file under it, a value by itself.
@@ -64,13 +66,15 @@ class PreparedSource:
 
     images: (image_id, encoded bytes) pairs; captions: a `Captions` or None;
     source: the settings as recorded in meta.json; classes: None, or (labels
-    as (image_id, label) pairs, class names, templates).
+    as (image_id, label) pairs, class names, templates); examples: None, or the
+    compositionality examples (data.choices.Example) that choose among the captions.
     """
 
     images: Iterable[tuple[int, bytes]]
     captions: object
     source: dict
     classes: tuple | None = None
+    examples: list | None = None
 
 
 @dataclass(frozen=True)

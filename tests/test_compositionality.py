@@ -1,0 +1,231 @@
+"""Compositionality: the importers of SugarCrepe's and Winoground's layouts, and the text, image and group
+scores against hand-computed choices, ties under the ranking rule included."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from sources import write_sugarcrepe, write_winoground
+
+from clipeval.comparison import compare_models
+from clipeval.compositionality.metrics import score_compositionality
+from clipeval.data.choices import Example, load_examples
+from clipeval.data.dataset import open_dataset
+from clipeval.errors import ClipevalError
+
+
+def score(examples, images: dict, texts: dict, **options):
+    image_ids, text_ids = list(images), list(texts)
+    return score_compositionality(
+        examples,
+        np.array(image_ids),
+        np.array([images[i] for i in image_ids], dtype=np.float32),
+        np.array(text_ids),
+        np.array([texts[t] for t in text_ids], dtype=np.float32),
+        "images.jsonl",
+        "texts.jsonl",
+        **options,
+    )
+
+
+def test_hand_computed_choices_with_ties_going_to_the_lower_id():
+    images = {1: [1, 0], 2: [0, 1], 3: [1, 1], 4: [1, 0]}
+    texts = {10: [1, 0], 11: [0, 1], 12: [2, 0], 13: [1, 0], 20: [1, 0], 21: [1, 0], 30: [1, 0], 5: [1, 0]}
+    examples = [
+        Example(0, "wino", (1, 2), (10, 11)),  # each image its own caption, each caption its own image: all right
+        Example(1, "wino", (1, 3), (12, 11)),  # both images choose 12; caption 11 chooses image 3: text wrong
+        Example(2, "sugar", (4,), (20, 21)),  # a tie: caption 20 (the lower id) is chosen, right
+        Example(3, "sugar", (4,), (30, 5)),  # a tie with the negative's id lower: the negative is chosen, wrong
+    ]
+    metrics, record = score(examples, images, texts)
+    assert record["outcomes"] == [[1, 1, 1], [0, 1, 0], [1, -1, -1], [0, -1, -1]]
+    assert record["choices"][1] == {"texts": [12, 12], "images": [1, 3]}
+    assert record["choices"][3] == {"texts": [5], "images": []}
+    assert metrics["text_score"] == 50.0 and metrics["image_score"] == 100.0 and metrics["group_score"] == 50.0
+    assert metrics["groups"] == {
+        "wino": {"text_score": 50.0, "image_score": 100.0, "group_score": 50.0},
+        "sugar": {"text_score": 50.0},
+    }
+    assert metrics["counts"] == {"images": 4, "texts": 7, "examples": 4, "groups": {"wino": 2, "sugar": 2}}
+
+
+def random_examples(rng, count, noise):
+    images = {i: rng.normal(size=4).tolist() for i in range(count)}
+    texts = {}
+    for i in range(count):
+        texts[2 * i] = (np.array(images[i]) + rng.normal(scale=noise, size=4)).tolist()
+        texts[2 * i + 1] = rng.normal(size=4).tolist()
+    examples = [Example(i, ("a", "b")[i % 2], (i,), (2 * i, 2 * i + 1)) for i in range(count)]
+    return examples, images, texts
+
+
+def test_scores_match_a_direct_count_and_intervals_hold_them():
+    rng = np.random.default_rng(3)
+    examples, images, texts = random_examples(rng, 400, 1.0)
+    metrics, _ = score(examples, images, texts, bootstrap=300, seed=1)
+    right = [
+        float(np.dot(np.float32(images[i]).astype(float), np.float32(texts[2 * i]).astype(float)))
+        > float(np.dot(np.float32(images[i]).astype(float), np.float32(texts[2 * i + 1]).astype(float)))
+        for i in range(400)
+    ]
+    assert metrics["text_score"] == pytest.approx(100 * np.mean(right))
+    assert metrics["groups"]["b"]["text_score"] == pytest.approx(100 * np.mean(right[1::2]))
+    low, high = metrics["intervals"]["text_score"]
+    assert low < metrics["text_score"] < high and high - low < 15
+    assert metrics["bootstrap"]["replicates"] == 300
+
+
+def test_a_paired_comparison_of_two_models_on_the_same_examples():
+    rng = np.random.default_rng(4)
+    examples, images, texts = random_examples(rng, 300, 0.5)
+    noisier = {t: (np.array(v) + rng.normal(scale=1.5, size=4)).tolist() for t, v in texts.items()}
+    first, first_record = score(examples, images, texts, bootstrap=200)
+    second, second_record = score(examples, images, noisier, bootstrap=200)
+    comparison = compare_models(("a", "b"), first_record, second_record, "b.json", 200, 0)
+    difference = comparison["difference"]["text_score"]
+    assert difference == pytest.approx(first["text_score"] - second["text_score"]) and difference > 0
+    low, high = comparison["intervals"]["text_score"]
+    assert low <= difference <= high
+    assert comparison["difference"]["groups"]["a"]["text_score"] == pytest.approx(
+        first["groups"]["a"]["text_score"] - second["groups"]["a"]["text_score"]
+    )
+    other = score(examples[:-1], images, texts)[1]
+    with pytest.raises(ClipevalError, match=r"^b\.json: its examples differ from the first model's"):
+        compare_models(("a", "b"), first_record, other, "b.json")
+
+
+def test_a_feature_missing_for_an_example_is_named():
+    with pytest.raises(ClipevalError, match=r"^texts\.jsonl: no feature for text_id 7 \(example 0\)$"):
+        score([Example(0, "g", (1,), (6, 7))], {1: [1.0]}, {6: [1.0]})
+
+
+def test_sugarcrepe_splits_become_groups_and_shared_images_are_stored_once(tmp_path):
+    annotations, images = write_sugarcrepe(tmp_path / "source")
+    result = run_cli("prepare", "sugarcrepe", "--annotations", annotations, "--images", images, "--out", tmp_path / "d")
+    assert result.returncode == 0, result.stderr
+    store, captions = open_dataset(tmp_path / "d")
+    examples = load_examples(tmp_path / "d/examples.jsonl")
+    splits = {name: json.loads((annotations / f"{name}.json").read_text()) for name in ("replace_obj", "swap_att")}
+    entries = [(name, entry) for name, split in splits.items() for entry in split.values()]
+    files = sorted({entry["filename"] for _, entry in entries})
+    assert len(store.image_ids()) == len(files) == 10 and len(examples) == len(entries) == 12
+    text_of = dict(zip(captions.text_ids.tolist(), captions.texts))
+    for example, (split, entry) in zip(examples, entries):
+        assert example.group == split and example.image_ids == (files.index(entry["filename"]),)
+        assert [text_of[t] for t in example.text_ids] == [entry["caption"], entry["negative_caption"]]
+    result = run_cli(
+        "prepare",
+        "sugarcrepe",
+        "--annotations",
+        annotations,
+        "--images",
+        images,
+        "--splits",
+        "swap_att",
+        "--out",
+        tmp_path / "one",
+    )
+    assert result.returncode == 0 and {e.group for e in load_examples(tmp_path / "one/examples.jsonl")} == {"swap_att"}
+
+
+def test_winoground_examples_pair_images_and_captions_and_group_by_tag(tmp_path):
+    examples_file, images = write_winoground(tmp_path / "source")
+    result = run_cli("prepare", "winoground", "--examples", examples_file, "--images", images, "--out", tmp_path / "d")
+    assert result.returncode == 0, result.stderr
+    _, captions = open_dataset(tmp_path / "d")
+    text_of = dict(zip(captions.text_ids.tolist(), captions.texts))
+    lines = [json.loads(line) for line in examples_file.read_text().splitlines()]
+    for example, line in zip(load_examples(tmp_path / "d/examples.jsonl"), lines):
+        assert example.image_ids == example.text_ids == (2 * line["id"], 2 * line["id"] + 1)
+        assert [text_of[t] for t in example.text_ids] == [line["caption_0"], line["caption_1"]]
+        assert example.group == line["collapsed_tag"]
+
+
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (
+            lambda root: (root / "sugar-crepe/swap_att.json").write_text(
+                '{"0": {"filename": "x.png", "caption": "a"}}'
+            ),
+            "{root}/sugar-crepe/swap_att.json: entry '0': negative_caption must be a non-empty string",
+        ),
+        (
+            lambda root: (root / "sugar-crepe/swap_att.json").write_text(
+                '{"0": {"filename": "gone.png", "caption": "a", "negative_caption": "b"}}'
+            ),
+            "{root}/sugar-crepe/swap_att.json: entry '0': image file {root}/val2017/gone.png not found",
+        ),
+        (
+            lambda root: (root / "sugar-crepe/swap_att.json").write_text(
+                '{"0": {"filename": "../x.png", "caption": "a", "negative_caption": "b"}}'
+            ),
+            "{root}/sugar-crepe/swap_att.json: entry '0': image file '../x.png' is outside the image folder"
+            " {root}/val2017",
+        ),
+        (
+            lambda root: [path.unlink() for path in (root / "sugar-crepe").iterdir()],
+            "{root}/sugar-crepe: no split files (*.json)",
+        ),
+    ],
+)
+def test_a_bad_sugarcrepe_file_is_one_line_naming_it_and_writes_nothing(tmp_path, spoil, message):
+    root = tmp_path / "source"
+    annotations, images = write_sugarcrepe(root)
+    spoil(root)
+    out = tmp_path / "d"
+    result = run_cli("prepare", "sugarcrepe", "--annotations", annotations, "--images", images, "--out", out)
+    assert result.returncode == 1 and not out.exists()
+    assert result.stderr == f"clipeval: error: {message.format(root=root)}\n"
+
+
+def test_an_unknown_sugarcrepe_split_names_the_ones_found(tmp_path):
+    annotations, images = write_sugarcrepe(tmp_path / "source")
+    result = run_cli(
+        "prepare",
+        "sugarcrepe",
+        "--annotations",
+        annotations,
+        "--images",
+        images,
+        "--splits",
+        "add_rel",
+        "--out",
+        tmp_path / "d",
+    )
+    assert result.stderr == f"clipeval: error: {annotations}: no split 'add_rel' (found: replace_obj, swap_att)\n"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda line: line.pop("caption_1"), "{path}:1: example 0: caption_1 must be a non-empty string"),
+        (lambda line: line.update(image_0="missing"), "{path}:1: example 0: image file {images}/missing.png not found"),
+        (lambda line: line.update(id=-2), "{path}:1: id must be a non-negative integer, got -2"),
+        (lambda line: line.update(id=1), "{path}:2: example id 1 appears twice (first on line 1)"),
+        (lambda line: line.pop("collapsed_tag"), "{path}:1: example 0: collapsed_tag must be a non-empty string"),
+    ],
+)
+def test_a_bad_winoground_line_is_one_line_naming_it_and_writes_nothing(tmp_path, change, message):
+    examples_file, images = write_winoground(tmp_path / "source")
+    lines = [json.loads(line) for line in examples_file.read_text().splitlines()]
+    change(lines[0])
+    examples_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "d"
+    result = run_cli("prepare", "winoground", "--examples", examples_file, "--images", images, "--out", out)
+    assert result.returncode == 1 and not out.exists()
+    assert result.stderr == f"clipeval: error: {message.format(path=examples_file, images=images)}\n"
+
+
+def test_the_gallery_shows_failures_with_each_group_taking_its_turn():
+    from clipeval.reporting.choice_failures import failed_examples
+
+    record = {
+        "group_of": [0, 0, 0, 1, 1, 2],
+        "outcomes": [[0, -1, -1], [0, -1, -1], [1, -1, -1], [0, 1, 0], [1, 0, 0], [1, 1, 1]],
+    }
+    # Wrong: 0, 1 (group 0), 3 (its text), 4 (its image) (group 1); group 2 has none.
+    assert failed_examples(record, 3) == [0, 1, 3]
+    assert failed_examples(record, 2) == [0, 3]
+    assert failed_examples(record, 10) == [0, 1, 3, 4]

@@ -1,0 +1,1 @@
+"""Compositionality: each image of an example chooses its caption, each caption its image."""

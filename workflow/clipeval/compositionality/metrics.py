@@ -1,0 +1,128 @@
+"""Compositionality scores: an example's images choose among its captions, its captions among its images.
+
+With exact scores (ranking_rule.py) and ties to the lower id (the ranking rule):
+
+- text score: the percent of examples whose every image chooses its own
+  caption over the example's others (SugarCrepe's and ARO's accuracy,
+  Winoground's text score);
+- image score: the percent of examples whose every caption of an image
+  chooses that image over the example's other images (examples with two
+  images or more: Winoground);
+- group score: both at once (Winoground's group score).
+
+Each is given over all examples and per group (SugarCrepe's split,
+Winoground's tag). Bootstrap replicates resample the examples within each
+group, so paired comparisons resample the same examples for both models.
+"""
+
+import numpy as np
+
+from clipeval.data.choices import Example
+from clipeval.errors import ClipevalError
+from clipeval.retrieval.ranking_rule import exact_pair_scores
+from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
+
+# The outcome columns of one model's rows: text choice right, image choice right (-1: one image), both.
+OUTCOMES = ("text", "image", "group")
+NOT_DEFINED = -1
+
+
+def _chosen(scores: np.ndarray, ids: tuple[int, ...]) -> int:
+    """The id the ranking rule puts first: the highest score, the lowest id on a tie."""
+    return min(zip(-scores, ids))[1]
+
+
+def choose(example: Example, image_rows: dict, text_rows: dict, images: np.ndarray, texts: np.ndarray):
+    """(caption chosen by each image, image chosen by each of the images' captions), by id."""
+    n = len(example.image_ids)
+    rows = np.repeat([image_rows[i] for i in example.image_ids], len(example.text_ids))
+    columns = np.tile([text_rows[t] for t in example.text_ids], n)
+    table = exact_pair_scores(images, texts, rows, columns).reshape(n, len(example.text_ids))
+    texts_chosen = [_chosen(table[j], example.text_ids) for j in range(n)]
+    images_chosen = [_chosen(table[:, j], example.image_ids) for j in range(n)] if n > 1 else []
+    return texts_chosen, images_chosen
+
+
+def example_outcomes(examples: list[Example], image_ids, image_matrix, text_ids, text_matrix, image_path, text_path):
+    """(outcome rows, per-example choices): rows (examples × OUTCOMES) of 1 (right), 0 (wrong) or NOT_DEFINED,
+    and for each example the caption each image chose and the image each caption chose."""
+    image_rows = {int(i): row for row, i in enumerate(image_ids)}
+    text_rows = {int(t): row for row, t in enumerate(text_ids)}
+    for example in examples:
+        for ids, rows, path, name in (
+            (example.image_ids, image_rows, image_path, "image_id"),
+            (example.text_ids, text_rows, text_path, "text_id"),
+        ):
+            missing = [i for i in ids if i not in rows]
+            if missing:
+                raise ClipevalError(f"{path}: no feature for {name} {missing[0]} (example {example.example_id})")
+    outcomes, choices = [], []
+    for example in examples:
+        texts_chosen, images_chosen = choose(example, image_rows, text_rows, image_matrix, text_matrix)
+        n = len(example.image_ids)
+        text_right = int(texts_chosen == list(example.text_ids[:n]))
+        image_right = int(images_chosen == list(example.image_ids)) if n > 1 else NOT_DEFINED
+        group_right = int(text_right and image_right == 1) if n > 1 else NOT_DEFINED
+        outcomes.append((text_right, image_right, group_right))
+        choices.append({"texts": texts_chosen, "images": images_chosen})
+    return np.array(outcomes, dtype=np.int64).reshape(-1, len(OUTCOMES)), choices
+
+
+def scores_of(rows: np.ndarray) -> dict:
+    """{text_score, image_score, group_score} in percent of the rows where each is defined."""
+    result = {}
+    for column, name in enumerate(OUTCOMES):
+        defined = rows[:, column] != NOT_DEFINED
+        if defined.any():
+            result[f"{name}_score"] = float(100.0 * rows[defined, column].mean())
+    return result
+
+
+def compositionality_statistic(groups: list[str], model: int = 0):
+    """samples {"examples": [rows of each group]} -> overall and per-group scores of the `model`-th model's
+    columns (several models' columns side by side: paired comparisons)."""
+    columns = slice(model * len(OUTCOMES), (model + 1) * len(OUTCOMES))
+
+    def statistic(samples):
+        parts = [rows[:, columns] for rows in samples["examples"]]
+        return {**scores_of(np.concatenate(parts)), "groups": {g: scores_of(rows) for g, rows in zip(groups, parts)}}
+
+    return statistic
+
+
+def group_samples(record: dict) -> dict:
+    """{"examples": [outcome rows of each group]} from a ranks record, groups in the record's order."""
+    rows = np.array(record["outcomes"], dtype=np.int64).reshape(-1, len(OUTCOMES))
+    group_of = np.array(record["group_of"], dtype=np.int64)
+    return {"examples": [rows[group_of == index] for index in range(len(record["groups"]))]}
+
+
+def score_compositionality(
+    examples: list[Example], image_ids, image_matrix, text_ids, text_matrix, image_path, text_path, bootstrap=0, seed=0
+):
+    """(metrics, ranks record): the three scores over all examples and per group, with intervals."""
+    outcomes, choices = example_outcomes(
+        examples, image_ids, image_matrix, text_ids, text_matrix, image_path, text_path
+    )
+    groups = list(dict.fromkeys(example.group for example in examples))
+    record = {
+        "task": "compositionality",
+        "groups": groups,
+        "example_ids": [example.example_id for example in examples],
+        "group_of": [groups.index(example.group) for example in examples],
+        "outcomes": outcomes.tolist(),
+        "choices": choices,
+    }
+    samples = group_samples(record)
+    statistic = compositionality_statistic(groups)
+    metrics = {"task": "compositionality", **statistic(samples)}
+    if bootstrap:
+        metrics["intervals"] = percentile_intervals(statistic, samples, bootstrap, seed)
+    metrics["bootstrap"] = bootstrap_record(bootstrap, seed) if bootstrap else None
+    metrics["counts"] = {
+        "images": int(len({i for example in examples for i in example.image_ids})),
+        "texts": int(len({t for example in examples for t in example.text_ids})),
+        "examples": len(examples),
+        "groups": {group: int((np.array(record["group_of"]) == index).sum()) for index, group in enumerate(groups)},
+    }
+    return metrics, record
