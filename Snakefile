@@ -49,6 +49,7 @@ localrules:
     all,
     summary,
     compare_models,
+    score_suite,
     describe_model,
     describe_features_model,
     report_tables,

@@ -149,6 +149,10 @@ MATRIX = {
         config_change(lambda c: c["metrics"].update(ranking_at=[5, 10])),
         {"score_retrieval": 2, **FINISH},
     ),
+    "suites": (
+        config_change(lambda c: c.update(suites={"both": ["shapes-test", "cn-test"]})),
+        {"score_suite": 1, "summary": 1, "report_tables": 1, "all": 1},
+    ),
     "metrics.allow_queries_without_positive": (
         config_change(lambda c: c["metrics"].update(allow_queries_without_positive=True)),
         {"score_retrieval": 2, **FINISH},

@@ -20,6 +20,7 @@ CONFIG = {
     },
     "extract": {"batch_size": 32, "num_workers": 0, "device": "cpu"},
     "metrics": {"bootstrap": 200},
+    "suites": {"compositional": ["sugarcrepe", "winoground"]},
 }
 
 
@@ -104,6 +105,14 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
             ("second", "text_score", "2"),
         }
     assert "Compositionality by group" in (experiment / "report/results.html").read_text()
+    suite = json.loads((experiment / "suites/compositional.json").read_text())
+    for model in ("first", "second"):
+        texts = [
+            json.loads((experiment / f"scores/{model}/{dataset}/compositionality.json").read_text())["text_score"]
+            for dataset in ("sugarcrepe", "winoground")
+        ]
+        assert suite["averages"][model] == np.mean(texts)
+    assert "## Suites" in summary and "Suite compositional" in (experiment / "report/results.html").read_text()
     for dataset in ("sugarcrepe", "winoground"):
         record = json.loads((experiment / f"scores/first/{dataset}/compositionality-ranks.json").read_text())
         wrong = [example for example, outcome in zip(record["example_ids"], record["outcomes"]) if 0 in outcome[:2]]
@@ -119,6 +128,7 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
         "compare_models": 2,
         "plot_comparisons": 2,
         "compositionality_failures": 4,
+        "score_suite": 1,
         "summary": 1,
         "report_tables": 1,
         "all": 1,

@@ -17,6 +17,7 @@ LAYERS = (
     ("models", "features"),
     ("retrieval", "classification", "compositionality"),
     ("comparison",),
+    ("suites",),
     ("reporting",),
     ("experiments", "leaderboard", "pruning", "config_errors", "codegraph"),
     ("commands", "cli", "__main__"),

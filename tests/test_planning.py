@@ -348,6 +348,18 @@ def test_usable_names_pass_and_the_schema_states_the_same_rule():
             "evaluate[2]: model 'tiny' on dataset 'flickr' is listed twice (also evaluate[0])",
         ),
         (
+            lambda c: c.update(suites={"mine": ["flickr", "nowhere"]}),
+            "suites.mine[1]: unknown dataset 'nowhere' (known: train, flickr, coco, cifar)",
+        ),
+        (
+            lambda c: c.update(suites={"mine": ["train"]}),
+            "suites.mine[0]: dataset 'train' has task 'train', which is not evaluated",
+        ),
+        (
+            lambda c: c.update(evaluate=[{"model": "tiny", "dataset": "flickr"}], suites={"mine": ["flickr", "cifar"]}),
+            "suites.mine: no model is evaluated on every one of its datasets",
+        ),
+        (
             lambda c: c.update(compare={"baseline": "ghost"}),
             "compare.baseline: unknown model 'ghost' (known: tiny, b32, given)",
         ),

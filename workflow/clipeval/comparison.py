@@ -43,26 +43,31 @@ def check_pairable(first: dict, second: dict, second_path) -> None:
         _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
 
 
+def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
+    """(samples holding every model's columns side by side, each model's statistic over them), for ranks
+    records of one dataset; a record whose queries differ from the first's is refused, naming its path."""
+    first = records[0]
+    for record, path in zip(records[1:], paths[1:]):
+        check_pairable(first, record, path)
+    models = range(len(records))
+    if first["task"] == "retrieval":
+        parts = [rank_samples(record) for record in records]
+        samples = {d: [np.column_stack(folds) for folds in zip(*(part[d] for part in parts))] for d in parts[0]}
+        return samples, [retrieval_statistic(first["recall_at"], first["ranking_at"], i) for i in models]
+    if first["task"] == "compositionality":
+        parts = [group_samples(record)["examples"] for record in records]
+        samples = {"examples": [np.column_stack(groups) for groups in zip(*parts)]}
+        return samples, [compositionality_statistic(first["groups"], i) for i in models]
+    # (rank, label) of the first model, then each other model's rank: model i's ranks are column i + 1.
+    rows = np.column_stack([class_samples(first)["images"][0], *(record["ranks"] for record in records[1:])])
+    num_classes = first["num_classes"]
+    return {"images": [rows]}, [classification_statistic(num_classes, i + 1 if i else 0, 1) for i in models]
+
+
 def paired_samples(first: dict, second: dict, second_path):
     """(samples holding both models' columns, first model's statistic, second model's statistic)."""
-    check_pairable(first, second, second_path)
-    if first["task"] == "retrieval":
-        a, b = rank_samples(first), rank_samples(second)
-        samples = {d: [np.column_stack([x, y]) for x, y in zip(a[d], b[d])] for d in a}
-        ks, ranking_at = first["recall_at"], first["ranking_at"]
-        return samples, retrieval_statistic(ks, ranking_at, 0), retrieval_statistic(ks, ranking_at, 1)
-    if first["task"] == "compositionality":
-        a, b = group_samples(first), group_samples(second)
-        samples = {"examples": [np.column_stack([x, y]) for x, y in zip(a["examples"], b["examples"])]}
-        groups = first["groups"]
-        return samples, compositionality_statistic(groups, 0), compositionality_statistic(groups, 1)
-    rows = np.column_stack([class_samples(first)["images"][0], second["ranks"]])
-    num_classes = first["num_classes"]
-    return (
-        {"images": [rows]},
-        classification_statistic(num_classes, 0, 1),
-        classification_statistic(num_classes, 2, 1),
-    )
+    samples, (first_statistic, second_statistic) = stacked_samples([first, second], [None, second_path])
+    return samples, first_statistic, second_statistic
 
 
 def compare_models(names, first: dict, second: dict, second_path, replicates=0, seed=0) -> dict:

@@ -23,3 +23,28 @@ rule compare_models:
     shell:
         "python -m clipeval compare-models --arguments-file {params.arguments:q} --dataset {wildcards.dataset:q}"
         " {params.intervals:q} --output {output.comparisons:q} > {log:q} 2>&1"
+
+
+# suites: each model's average of the main metrics of a named group of
+# datasets, with intervals and paired differences of the averages drawn from
+# the same resampled queries of every dataset.
+
+
+rule score_suite:
+    input:
+        ranks=suite_ranks,
+    output:
+        suite=PLAN.experiment_artifact("suite_scores"),
+    log:
+        f"logs/compare/{PLAN.experiment_name()}/suites/{{suite}}.log",
+    wildcard_constraints:
+        suite=names_matching(list(PLAN.suites())),
+    conda:
+        ENV_FILE
+    params:
+        arguments=suite_arguments,
+        intervals=PLAN.interval_options(),
+        code=code_fingerprint("score-suite"),
+    shell:
+        "python -m clipeval score-suite --suite {wildcards.suite:q} --arguments-file {params.arguments:q}"
+        " {params.intervals:q} --output {output.suite:q} > {log:q} 2>&1"

@@ -279,6 +279,33 @@ def comparison_arguments(wildcards, input):
     return written_or_fail(argument_file, [*input.ranks, *PLAN.comparison_options(wildcards.dataset)])
 
 
+def suite_entries(suite):
+    return [
+        (model, dataset, PLAN.score_file(model, dataset, "ranks"))
+        for dataset in PLAN.suites()[suite]
+        for model in PLAN.suite_models(suite)
+    ]
+
+
+def suite_ranks(wildcards):
+    return [path for _, _, path in suite_entries(wildcards.suite)]
+
+
+def suite_arguments(wildcards):
+    """--entry MODEL DATASET RANKS per pair of the suite, and the baseline, in an arguments file."""
+    words = [word for entry in suite_entries(wildcards.suite) for word in ("--entry", *entry)]
+    baseline = config["compare"].get("baseline")
+    return written_or_fail(argument_file, words + (["--baseline", baseline] if baseline else []))
+
+
+def suite_files():
+    return [PLAN.artifact("suite_scores", suite=suite) for suite in PLAN.suites()]
+
+
+def suite_options():
+    return [word for path in suite_files() for word in ("--suite", path)]
+
+
 # --- summary (summary.smk)
 
 
@@ -308,11 +335,11 @@ def summary_arguments(wildcards):
         for step, model in members
         for word in ("--series-member", name, str(step), model)
     ]
-    return written_or_fail(argument_file, score_entries() + comparisons + series)
+    return written_or_fail(argument_file, score_entries() + comparisons + series + suite_options())
 
 
 def report_table_arguments(wildcards):
-    return written_or_fail(argument_file, score_entries())
+    return written_or_fail(argument_file, score_entries() + suite_options())
 
 
 # --- report (report.smk)

@@ -8,6 +8,7 @@
 rule report_tables:
     input:
         score_files(),
+        suite_files(),
     output:
         results=report(
             PLAN.experiment_artifact("results_page"),

@@ -7,6 +7,7 @@ rule summary:
     input:
         score_files(),
         comparison_files(),
+        suite_files(),
     output:
         csv=PLAN.experiment_artifact("summary_csv"),
         markdown=PLAN.experiment_artifact("summary_markdown"),

@@ -9,6 +9,7 @@ def add_arguments(parser):
     parser.add_argument(
         "--entry", nargs=3, action="append", required=True, metavar=("MODEL", "DATASET", "METRICS_JSON")
     )
+    parser.add_argument("--suite", type=Path, action="append", help="a score-suite output")
     parser.add_argument("--results", type=Path, required=True, help="HTML page of the results")
     parser.add_argument("--provenance", type=Path, required=True, help="HTML page of the provenance")
 
@@ -19,7 +20,7 @@ def run(args):
 
     entries = [tuple(entry) for entry in args.entry]
     for path, text in (
-        (args.results, results_page(args.experiment, entries)),
+        (args.results, results_page(args.experiment, entries, args.suite or [])),
         (args.provenance, provenance_page(args.experiment, entries)),
     ):
         with atomic_output(path) as temporary:

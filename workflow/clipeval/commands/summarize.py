@@ -19,6 +19,7 @@ def add_arguments(parser):
         help="a checkpoint series' model and its step, once per member",
     )
     parser.add_argument("--series", type=Path, required=True, help="the series' table (CSV), by step")
+    parser.add_argument("--suite", type=Path, action="append", help="a score-suite output")
 
 
 def run(args):
@@ -32,5 +33,6 @@ def run(args):
         if not step.isdigit():
             raise ClipevalError(f"--series-member {name} {step} {model}: the step must be a whole number")
         series.setdefault(name, []).append((int(step), model))
-    rows = summarize([tuple(entry) for entry in args.entry or []], args.comparison or [], outputs, series)
+    entries = [tuple(entry) for entry in args.entry or []]
+    rows = summarize(entries, args.comparison or [], outputs, series, args.suite or [])
     print(f"wrote {len(rows)} rows to {args.csv} and {args.markdown}")

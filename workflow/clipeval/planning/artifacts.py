@@ -45,6 +45,7 @@ EXPERIMENT_OUTPUTS = {
     "compositionality_scores": "scores/{model}/{dataset}/compositionality.json",
     "compositionality_ranks": "scores/{model}/{dataset}/compositionality-ranks.json",
     "comparisons": "comparisons/{dataset}.json",
+    "suite_scores": "suites/{suite}.json",
     "summary_csv": "summary.csv",
     "summary_markdown": "summary.md",
     "averages": "averages.csv",

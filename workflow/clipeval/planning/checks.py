@@ -74,6 +74,11 @@ def check_references(plan: Plan) -> None:
                 raise ConfigError(
                     f"{location(('models', name, 'features', dataset))}: a {task} dataset needs {needed!r} features"
                 )
+    for suite, datasets in config.get("suites", {}).items():
+        for index, dataset in enumerate(datasets):
+            evaluated(("suites", suite, index), dataset)
+        if not plan.suite_models(suite):
+            raise ConfigError(f"suites.{suite}: no model is evaluated on every one of its datasets")
     if "baseline" in config["compare"]:
         known(("compare", "baseline"), config["compare"]["baseline"], "models")
     first_listed = {}

@@ -163,6 +163,16 @@ class Plan:
         pairs = {dataset for _, dataset in self.evaluation_pairs()}
         return [name for name, entry in self.config["datasets"].items() if entry["task"] == task and name in pairs]
 
+    def suites(self) -> dict[str, list[str]]:
+        """{suite: its datasets}, as the config's `suites` names them."""
+        return dict(self.config.get("suites", {}))
+
+    def suite_models(self, suite: str) -> list[str]:
+        """The models evaluated on every dataset of a suite, in config order."""
+        pairs = set(self.evaluation_pairs())
+        datasets = self.suites()[suite]
+        return [model for model in self.config["models"] if all((model, d) in pairs for d in datasets)]
+
     def models_on(self, dataset: str) -> list[str]:
         """The models evaluated on a dataset, in config order."""
         return [model for model, evaluated in self.evaluation_pairs() if evaluated == dataset]

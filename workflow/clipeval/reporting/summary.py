@@ -258,7 +258,40 @@ def embed_headline(readme, summary) -> None:
     _write(readme, text.replace(headline_block(text, readme), fresh))
 
 
-def render_markdown(rows, averages, comparisons, series=(), groups=()) -> str:
+def suite_rows(suite: dict) -> tuple[list[dict], list[dict]]:
+    """(a row per model: its average over the suite's datasets with its interval, a row per paired difference)."""
+    intervals = suite.get("intervals") or {}
+    averages, differences = [], []
+    for kind, rows, key in (("averages", averages, "model"), ("differences", differences, "first − second")):
+        for name, value in suite[kind].items():
+            interval = (intervals.get(kind) or {}).get(name)
+            rows.append(
+                {
+                    "suite": suite["suite"],
+                    key: name,
+                    "datasets": len(suite["datasets"]),
+                    "value": value,
+                    "value_ci_low": interval[0] if interval else None,
+                    "value_ci_high": interval[1] if interval else None,
+                }
+            )
+    return averages, differences
+
+
+def suites_markdown(suites: list[dict]) -> list[str]:
+    lines = ["", "## Suites", "", "Each model's unweighted mean over a suite's datasets of each task's main metric"]
+    lines += ["(mean recall, top-1, text score); paired differences from the same resampled queries.", ""]
+    for suite in suites:
+        metrics = ", ".join(f"{dataset} ({metric})" for dataset, metric in suite["metrics"].items())
+        averages, differences = suite_rows(suite)
+        lines += [f"**{suite['suite']}**: {metrics}", ""]
+        lines += markdown_table(averages, ["model", "value"]) + [""]
+        if differences:
+            lines += markdown_table(differences, ["first − second", "value"]) + [""]
+    return lines
+
+
+def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=()) -> str:
     lines = ["# Results", "", "Percentages; 95% bootstrap intervals in brackets where computed.", ""]
     lines += headline_lines(rows)
     lines += ["", "## Every metric"]
@@ -276,6 +309,8 @@ def render_markdown(rows, averages, comparisons, series=(), groups=()) -> str:
     if averages:
         lines += ["", "## Average over datasets", ""]
         lines += markdown_table(averages, ["model", "task", "metric", "datasets", "average"])
+    if suites:
+        lines += suites_markdown(suites)
     if comparisons:
         lines += [
             "",
@@ -301,7 +336,7 @@ def _write(path, text: str) -> None:
         Path(temporary).write_text(text, encoding="utf-8")
 
 
-def summarize(entries, comparison_paths, outputs: dict, series=None) -> list[dict]:
+def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths=()) -> list[dict]:
     """entries: (model, dataset, metrics json path) in row order; outputs: csv, markdown, averages, comparisons
     and series (its table has a header alone where there is none); series: {name: [(step, model), …]}."""
     results = [(model, dataset, read_json(path)) for model, dataset, path in entries]
@@ -324,5 +359,6 @@ def summarize(entries, comparison_paths, outputs: dict, series=None) -> list[dic
         outputs["series"],
         render_csv([{**row, "best": "yes" if row["best"] else "no"} for row in by_step], SERIES_COLUMNS),
     )
-    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step, groups))
+    suites = [read_json(path) for path in suite_paths]
+    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step, groups, suites))
     return rows

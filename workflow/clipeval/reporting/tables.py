@@ -20,7 +20,14 @@ from clipeval.metric_catalog import (
     recall_key,
     retrieval_metrics,
 )
-from clipeval.reporting.summary import average_rows, group_rows, row_ranking_ks, row_recall_ks, summary_row
+from clipeval.reporting.summary import (
+    average_rows,
+    group_rows,
+    row_ranking_ks,
+    row_recall_ks,
+    suite_rows,
+    summary_row,
+)
 from clipeval.storage.jsonl import read_json
 
 
@@ -115,8 +122,8 @@ def page(title: str, sections: list[str]) -> str:
     )
 
 
-def results_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
-    """entries: (model, dataset, metrics json path) in config order."""
+def results_page(experiment: str, entries: list[tuple[str, str, str]], suite_paths=()) -> str:
+    """entries: (model, dataset, metrics json path) in config order; suite_paths: score-suite outputs."""
     results = [(model, dataset, read_json(path)) for model, dataset, path in entries]
     rows = [summary_row(*result) for result in results]
     sections = [
@@ -160,7 +167,24 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]]) -> str:
     sections.append(
         plain_table("averages", averages, "Average over datasets (each task's headline metric)", ["model", "task"])
     )
+    for index, path in enumerate(suite_paths):
+        suite = read_json(path)
+        averages, differences = suite_rows(suite)
+        caption = f"Suite {suite['suite']}: mean of " + ", ".join(f"{d} ({m})" for d, m in suite["metrics"].items())
+        sections.append(plain_table(f"suite-{index}", [_suite_cells(row) for row in averages], caption, ["model"]))
+        if differences:
+            rows = [_suite_cells(row) for row in differences]
+            sections.append(plain_table(f"suite-{index}-pairs", rows, "paired differences", ["first − second"]))
     return page(f"{experiment}: results", sections)
+
+
+def _suite_cells(row: dict) -> dict:
+    """A suite row's name and its value with the interval, as text (the table shows them as given)."""
+    name = "model" if "model" in row else "first − second"
+    value = "n/a" if row["value"] is None else f"{row['value']:.2f}"
+    if row["value_ci_low"] is not None:
+        value += f" [{row['value_ci_low']:.2f}, {row['value_ci_high']:.2f}]"
+    return {name: row[name], "average": value, "datasets": row["datasets"]}
 
 
 def provenance_row(model: str, dataset: str, metrics: dict) -> dict:

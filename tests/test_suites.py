@@ -1,0 +1,66 @@
+"""Suites: each model's average of its datasets' main metrics, with intervals and paired differences, against
+the averages of the scores the score stages write."""
+
+import numpy as np
+import pytest
+from test_compositionality import random_examples
+from test_compositionality import score as score_choices
+from test_ranks import random_retrieval
+from test_ranks import score as score_ranks
+
+from clipeval.classification.metrics import score_classification
+from clipeval.errors import ClipevalError
+from clipeval.storage.jsonl import write_json
+from clipeval.suites import score_suite
+
+
+def classification(rng, noise):
+    labels = rng.integers(0, 4, size=200)
+    classes = rng.normal(size=(4, 8)).astype(np.float32)
+    images = (classes[labels] + rng.normal(scale=noise, size=(200, 8))).astype(np.float32)
+    return score_classification(np.arange(200), images, classes, labels, ["a", "b", "c", "d"])
+
+
+def two_models(tmp_path):
+    """{dataset: {model: ranks record path}} and {dataset: {model: metrics}} of two models on a retrieval, a
+    classification and a compositionality set; the second model's features are noisier."""
+    ranks, scores = {}, {}
+    for model, noise in (("sharp", 0.5), ("blurred", 1.5)):
+        rng = np.random.default_rng(7)
+        truth, images, texts = random_retrieval(rng, 300, noise=noise)
+        results = {
+            "flickr": score_ranks(truth, images, texts),
+            "cifar": classification(rng, noise),
+            "sugarcrepe": score_choices(*random_examples(rng, 200, noise)),
+        }
+        for dataset, (metrics, record) in results.items():
+            path = tmp_path / f"{model}-{dataset}.json"
+            write_json(path, record)
+            ranks.setdefault(dataset, {})[model] = path
+            scores.setdefault(dataset, {})[model] = metrics
+    return ranks, scores
+
+
+def test_a_suite_averages_each_datasets_main_metric_with_paired_intervals(tmp_path):
+    ranks, scores = two_models(tmp_path)
+    suite = score_suite("mixed", ["flickr", "cifar", "sugarcrepe"], ranks, replicates=200, seed=0)
+    main = {"flickr": "mean_recall", "cifar": "top1", "sugarcrepe": "text_score"}
+    assert suite["metrics"] == main and suite["models"] == ["sharp", "blurred"]
+    for model in ("sharp", "blurred"):
+        expected = np.mean([scores[dataset][model][metric] for dataset, metric in main.items()])
+        assert suite["averages"][model] == pytest.approx(expected)
+        low, high = suite["intervals"]["averages"][model]
+        assert low <= suite["averages"][model] <= high
+    difference = suite["differences"]["sharp − blurred"]
+    assert difference == pytest.approx(suite["averages"]["sharp"] - suite["averages"]["blurred"]) and difference > 0
+    low, high = suite["intervals"]["differences"]["sharp − blurred"]
+    separate = sum(np.diff(suite["intervals"]["averages"][m])[0] for m in ("sharp", "blurred"))
+    assert low <= difference <= high and high - low < separate
+    assert score_suite("mixed", ["flickr"], ranks, baseline="blurred")["differences"].keys() == {"sharp − blurred"}
+
+
+def test_a_suite_whose_models_differ_between_datasets_is_refused(tmp_path):
+    ranks, _ = two_models(tmp_path)
+    ranks["cifar"].pop("blurred")
+    with pytest.raises(ClipevalError, match=r"^suite mixed: dataset cifar has models \['sharp'\], not"):
+        score_suite("mixed", ["flickr", "cifar"], ranks)

@@ -1,0 +1,81 @@
+"""Suites: a named group of datasets, each model's average of their main metrics, and paired differences.
+
+Each dataset enters a suite's average through its task's main metric
+(metric_catalog.MAIN_METRIC: mean recall for retrieval, top-1 for
+classification, the text score for compositionality), unweighted, as
+OpenCLIP and DataComp average over datasets. A bootstrap replicate resamples
+every dataset's queries (within its folds or groups) and recomputes every
+average from them, the same draw for every model, so the interval of a
+difference between two models' averages is paired.
+"""
+
+from clipeval.comparison import comparison_pairs, stacked_samples
+from clipeval.errors import ClipevalError
+from clipeval.metric_catalog import MAIN_METRIC
+from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
+from clipeval.storage.ranks_records import read_ranks_record
+
+SEPARATOR = "\u0000"  # between a dataset's index and its own stream names in the combined samples
+
+
+def dataset_samples(samples: dict, position: int) -> dict:
+    """The combined samples' streams of the dataset at `position`, under their own names."""
+    prefix = f"{position}{SEPARATOR}"
+    return {key[len(prefix) :]: value for key, value in samples.items() if key.startswith(prefix)}
+
+
+def suite_statistic(tasks: list[str], statistics: list[list], models: list[str], pairs):
+    """combined samples -> {"averages": {model: mean of main metrics}, "differences": {"a − b": …}}.
+    statistics[d][m]: model m's statistic on dataset d's samples."""
+
+    def statistic(samples):
+        values = {model: [] for model in models}
+        for position, task in enumerate(tasks):
+            own = dataset_samples(samples, position)
+            for index, model in enumerate(models):
+                values[model].append(statistics[position][index](own).get(MAIN_METRIC[task]))
+        averages = {model: None if None in found else sum(found) / len(found) for model, found in values.items()}
+        differences = {
+            f"{models[i]} − {models[j]}": None
+            if averages[models[i]] is None or averages[models[j]] is None
+            else averages[models[i]] - averages[models[j]]
+            for i, j in pairs
+        }
+        return {"averages": averages, "differences": differences}
+
+    return statistic
+
+
+def score_suite(name: str, datasets: list[str], ranks: dict, baseline=None, replicates=0, seed=0) -> dict:
+    """ranks: {dataset: {model: ranks record path}}; every model of the suite must have every dataset."""
+    models = list(ranks[datasets[0]])
+    combined, tasks, statistics = {}, [], []
+    for position, dataset in enumerate(datasets):
+        if list(ranks[dataset]) != models:
+            raise ClipevalError(f"suite {name}: dataset {dataset} has models {list(ranks[dataset])}, not {models}")
+        paths = [ranks[dataset][model] for model in models]
+        records = [read_ranks_record(path) for path in paths]
+        samples, model_statistics = stacked_samples(records, paths)
+        task = records[0]["task"]
+        if MAIN_METRIC[task] not in model_statistics[0](samples):
+            raise ClipevalError(
+                f"{paths[0]}: suite {name} averages {MAIN_METRIC[task]}, which this {task} result does not have"
+                " (mean recall needs R@1, R@5 and R@10 in metrics.recall_at)"
+            )
+        combined.update({f"{position}{SEPARATOR}{key}": value for key, value in samples.items()})
+        tasks.append(task)
+        statistics.append(model_statistics)
+    pairs = comparison_pairs(models, baseline if baseline in models else None) if len(models) > 1 else []
+    statistic = suite_statistic(tasks, statistics, models, pairs)
+    values = statistic(combined)
+    result = {
+        "suite": name,
+        "datasets": datasets,
+        "metrics": {dataset: MAIN_METRIC[task] for dataset, task in zip(datasets, tasks)},
+        "models": models,
+        **values,
+        "bootstrap": bootstrap_record(replicates, seed) if replicates else None,
+    }
+    if replicates:
+        result["intervals"] = percentile_intervals(statistic, combined, replicates, seed)
+    return result
