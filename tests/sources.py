@@ -227,8 +227,8 @@ def write_winoground(directory, num_examples=6, seed=16):
 
 
 def compositionality_entries(folder="sources"):
-    """Config entries of the SugarCrepe and Winoground sets write_sugarcrepe and write_winoground make in
-    FOLDER/sugarcrepe and FOLDER/winoground."""
+    """Config entries of the SugarCrepe, Winoground and ARO VG-Relation sets that write_sugarcrepe,
+    write_winoground and write_aro make in FOLDER/sugarcrepe, FOLDER/winoground and FOLDER/aro."""
     return {
         "sugarcrepe": {
             "format": "sugarcrepe",
@@ -242,4 +242,44 @@ def compositionality_entries(folder="sources"):
             "examples": f"{folder}/winoground/examples.jsonl",
             "images": f"{folder}/winoground/images",
         },
+        "vg-relation": {
+            "format": "aro",
+            "task": "compositionality",
+            "annotations": f"{folder}/aro/visual_genome_relation.json",
+            "images": f"{folder}/aro/images",
+        },
     }
+
+
+def write_aro(directory, kind="relation", num_examples=8, seed=17):
+    """ARO's VG-Relation (or VG-Attribution) layout: a JSON list of entries (image_path, the box, true and
+    false captions, relation_name or attributes) and the images folder. Each image is a shape image pasted at
+    (8, 4) into a larger grey canvas, so the box (8, 4, 64, 64) crops it back."""
+    images = directory / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    drawn = shapes(num_examples, seed)
+    relations = ("on", "next to", "on", "holding")  # "next to" is one of ARO's symmetric relations
+    entries = []
+    for index, (_, raw, texts, _) in enumerate(drawn):
+        canvas = Image.new("RGB", (90, 80), (128, 128, 128))
+        canvas.paste(Image.open(io.BytesIO(raw)).convert("RGB"), (8, 4))
+        name = f"{2300000 + index}.jpg" if index % 2 else f"{2300000 + index}.png"
+        canvas.save(images / name)
+        entry = {
+            "image_id": str(2300000 + index),
+            "image_path": name,
+            "bbox_x": 8,
+            "bbox_y": 4,
+            "bbox_w": 64,
+            "bbox_h": 64,
+            "true_caption": texts[0],
+            "false_caption": drawn[(index + 1) % num_examples][2][0],
+        }
+        if kind == "relation":
+            entry["relation_name"] = relations[index % len(relations)]
+        else:
+            entry["attributes"] = [("red", "blue")[index % 2], "small"]
+        entries.append(entry)
+    annotations = directory / f"visual_genome_{kind}.json"
+    annotations.write_text(json.dumps(entries))
+    return annotations, images

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 from conftest import run_cli
-from sources import write_sugarcrepe, write_winoground
+from sources import write_aro, write_sugarcrepe, write_winoground
 
 from clipeval.comparison import compare_models
 from clipeval.compositionality.metrics import score_compositionality
@@ -229,3 +229,76 @@ def test_the_gallery_shows_failures_with_each_group_taking_its_turn():
     assert failed_examples(record, 3) == [0, 1, 3]
     assert failed_examples(record, 2) == [0, 3]
     assert failed_examples(record, 10) == [0, 1, 3, 4]
+
+
+def test_aro_crops_each_image_to_its_box_and_gives_the_false_caption_the_lower_id(tmp_path):
+    from PIL import Image
+
+    annotations, images = write_aro(tmp_path / "source")
+    result = run_cli("prepare", "aro", "--annotations", annotations, "--images", images, "--out", tmp_path / "d")
+    assert result.returncode == 0, result.stderr
+    store, captions = open_dataset(tmp_path / "d")
+    entries = json.loads(annotations.read_text())
+    text_of = dict(zip(captions.text_ids.tolist(), captions.texts))
+    examples = load_examples(tmp_path / "d/examples.jsonl")
+    for index, (entry, example) in enumerate(zip(entries, examples)):
+        box = (entry["bbox_x"], entry["bbox_y"], entry["bbox_x"] + entry["bbox_w"], entry["bbox_y"] + entry["bbox_h"])
+        expected = np.asarray(Image.open(images / entry["image_path"]).convert("RGB").crop(box))
+        assert np.array_equal(np.asarray(store.image(index).convert("RGB")), expected)
+        true_id, false_id = example.text_ids
+        assert (text_of[true_id], text_of[false_id]) == (entry["true_caption"], entry["false_caption"])
+        assert false_id < true_id and example.group == entry["relation_name"]
+        assert example.macro == (entry["relation_name"] != "next to")  # a symmetric relation in ARO's list
+
+
+def test_aro_macro_accuracy_averages_the_groups_it_keeps(tmp_path):
+    annotations, images = write_aro(tmp_path / "source", kind="attribution", num_examples=56)
+    entries = json.loads(annotations.read_text())
+    entries[0]["attributes"] = ["green", "small"]  # a pair of one example: fewer than 25, out of the macro average
+    annotations.write_text(json.dumps(entries))
+    assert (
+        run_cli("prepare", "aro", "--annotations", annotations, "--images", images, "--out", tmp_path / "d").returncode
+        == 0
+    )
+    examples = load_examples(tmp_path / "d/examples.jsonl")
+    assert {e.group: e.macro for e in examples} == {"green_small": False, "blue_small": True, "red_small": True}
+    rng = np.random.default_rng(5)
+    image_features = {i: rng.normal(size=4).tolist() for i in range(56)}
+    text_features = {t: rng.normal(size=4).tolist() for t in range(112)}
+    metrics, _ = score(examples, image_features, text_features)
+    groups = metrics["groups"]
+    assert metrics["macro_text_score"] == pytest.approx(
+        (groups["blue_small"]["text_score"] + groups["red_small"]["text_score"]) / 2
+    )
+    without_macro = score([Example(0, "g", (0,), (1, 0))], image_features, text_features)[0]
+    assert "macro_text_score" not in without_macro  # SugarCrepe's and Winoground's examples carry no macro flag
+
+
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (lambda entries: entries[1].pop("bbox_w"), "{path}: entry 1: bbox_x, bbox_y, bbox_w, bbox_h must be numbers"),
+        (
+            lambda entries: entries[2].update(bbox_w=500),
+            "{path}: entry 2: the box (8, 4, 500, 64) is outside the image (90×80)",
+        ),
+        (lambda entries: entries[0].pop("true_caption"), "{path}: entry 0: true_caption must be a non-empty string"),
+        (
+            lambda entries: entries[3].update(attributes=["a", "b"]) or entries[3].pop("relation_name"),
+            "{path}: mixes relation entries and attribute entries; give VG-Relation and VG-Attribution as two datasets",
+        ),
+        (
+            lambda entries: entries[4].update(image_path="gone.jpg"),
+            "{path}: entry 4: image file {images}/gone.jpg not found",
+        ),
+    ],
+)
+def test_a_bad_aro_entry_is_one_line_naming_it_and_writes_nothing(tmp_path, spoil, message):
+    annotations, images = write_aro(tmp_path / "source")
+    entries = json.loads(annotations.read_text())
+    spoil(entries)
+    annotations.write_text(json.dumps(entries))
+    out = tmp_path / "d"
+    result = run_cli("prepare", "aro", "--annotations", annotations, "--images", images, "--out", out)
+    assert result.returncode == 1 and not out.exists()
+    assert result.stderr == f"clipeval: error: {message.format(path=annotations, images=images)}\n"

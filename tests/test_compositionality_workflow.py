@@ -1,4 +1,4 @@
-"""SugarCrepe and Winoground through the real Snakemake: features extracted once per model and dataset, the
+"""SugarCrepe, Winoground and ARO's VG-Relation through the real Snakemake: features extracted once per model and dataset, the
 scores equal to choices made directly from the feature files, the summary's rows and groups, comparisons,
 and a scoring change that re-scores and extracts nothing."""
 
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import yaml
 from snakemake_runner import copy_workflow, planned_jobs, recorded_folders, run_jobs
-from sources import compositionality_entries, write_sugarcrepe, write_winoground
+from sources import compositionality_entries, write_aro, write_sugarcrepe, write_winoground
 from test_series_workflow import write_checkpoint
 
 CONFIG = {
@@ -58,16 +58,17 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
     workdir = copy_workflow(tmp_path / "workflow")
     write_sugarcrepe(workdir / "sources/sugarcrepe")
     write_winoground(workdir / "sources/winoground")
+    write_aro(workdir / "sources/aro")
     write_checkpoint(workdir / "weights/first.pt", 1)
     write_checkpoint(workdir / "weights/second.pt", 2)
     (workdir / "config/config.yaml").write_text(yaml.safe_dump(CONFIG, sort_keys=False))
     jobs = run_jobs(workdir)
-    assert jobs["score_compositionality"] == 4 and jobs["extract_text_features"] == 4 and "knn" not in jobs
-    assert jobs["compare_models"] == 2 and jobs["compositionality_failures"] == 4
+    assert jobs["score_compositionality"] == 6 and jobs["extract_text_features"] == 6 and "knn" not in jobs
+    assert jobs["compare_models"] == 3 and jobs["compositionality_failures"] == 6
 
     folders = recorded_folders(workdir, "compositional")
     experiment = workdir / "results/experiments/compositional"
-    for dataset in ("sugarcrepe", "winoground"):
+    for dataset in ("sugarcrepe", "winoground", "vg-relation"):
         examples_path = workdir / folders["datasets"][dataset] / "examples.jsonl"
         for model in ("first", "second"):
             extracted = workdir / folders["features"][f"{model} on {dataset}"]
@@ -87,6 +88,11 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
                 assert scores["image_score"] == 100 * np.mean([image for _, _, image, _ in outcomes])
             else:
                 assert "image_score" not in scores and "group_score" not in scores
+            if dataset == "vg-relation":  # ARO's macro accuracy: the mean over relations but the symmetric "next to"
+                kept = [scores["groups"][group]["text_score"] for group in ("on", "holding")]
+                assert scores["macro_text_score"] == np.mean(kept)
+            else:
+                assert "macro_text_score" not in scores
             low, high = scores["intervals"]["text_score"]
             assert low <= scores["text_score"] <= high
 
@@ -95,14 +101,15 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
     assert [(row["model"], row["dataset"], row["task"]) for row in rows] == [
         (model, dataset, "compositionality")
         for model in ("first", "second")
-        for dataset in ("sugarcrepe", "winoground")
+        for dataset in ("sugarcrepe", "winoground", "vg-relation")
     ]
+    assert [row["macro_text_score"] != "" for row in rows] == [False, False, True] * 2
     summary = (experiment / "summary.md").read_text()
     assert "### Compositionality by group" in summary and "| first | sugarcrepe | swap_att |" in summary
     with open(experiment / "averages.csv") as handle:
         assert {(row["model"], row["metric"], row["datasets"]) for row in csv.DictReader(handle)} == {
-            ("first", "text_score", "2"),
-            ("second", "text_score", "2"),
+            ("first", "text_score", "3"),
+            ("second", "text_score", "3"),
         }
     assert "Compositionality by group" in (experiment / "report/results.html").read_text()
     suite = json.loads((experiment / "suites/compositional.json").read_text())
@@ -113,7 +120,7 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
         ]
         assert suite["averages"][model] == np.mean(texts)
     assert "## Suites" in summary and "Suite compositional" in (experiment / "report/results.html").read_text()
-    for dataset in ("sugarcrepe", "winoground"):
+    for dataset in ("sugarcrepe", "winoground", "vg-relation"):
         record = json.loads((experiment / f"scores/first/{dataset}/compositionality-ranks.json").read_text())
         wrong = [example for example, outcome in zip(record["example_ids"], record["outcomes"]) if 0 in outcome[:2]]
         with open(experiment / f"report/{dataset}/first/failures.csv") as handle:
@@ -124,10 +131,10 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
     config["metrics"]["bootstrap"] = 100
     (workdir / "config/config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     assert planned_jobs(workdir) == {
-        "score_compositionality": 4,
-        "compare_models": 2,
-        "plot_comparisons": 2,
-        "compositionality_failures": 4,
+        "score_compositionality": 6,
+        "compare_models": 3,
+        "plot_comparisons": 3,
+        "compositionality_failures": 6,
         "score_suite": 1,
         "summary": 1,
         "report_tables": 1,

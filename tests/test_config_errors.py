@@ -49,7 +49,7 @@ def test_the_valid_config_has_no_error():
     [
         (
             lambda c: c.update(extrakt={}),
-            "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, replace, report)",
+            "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, replace, report, suites)",
         ),
         (lambda c: c.update(compare={"baselin": "tiny"}), "compare: unknown key 'baselin' (allowed: baseline)"),
         (lambda c: c.pop("models"), "the config: 'models' is a required property"),
@@ -64,8 +64,8 @@ def test_the_valid_config_has_no_error():
         (lambda c: c["datasets"]["flickr"].pop("images"), "datasets.flickr: 'images' is a required property"),
         (
             lambda c: c["datasets"]["flickr"].update(format="flickr30k"),
-            "datasets.flickr.format: unknown format 'flickr30k' (allowed: cifar, cnclip, coco, imagefolder, karpathy, shapes,"
-            " sugarcrepe, winoground)",
+            "datasets.flickr.format: unknown format 'flickr30k' (allowed: aro, cifar, cnclip, coco, imagefolder, karpathy,"
+            " shapes, sugarcrepe, winoground)",
         ),
         (lambda c: c["datasets"]["flickr"].pop("format"), "datasets.flickr: 'format' is a required property"),
         (

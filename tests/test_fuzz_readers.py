@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sources import (
     shapes,
+    write_aro,
     write_cifar,
     write_cnclip,
     write_coco,
@@ -308,6 +309,10 @@ def build_sugarcrepe(root):
     write_sugarcrepe(root, num_images=6)
 
 
+def build_aro(root):
+    write_aro(root, num_examples=4)
+
+
 def build_winoground(root):
     write_winoground(root, num_examples=3)
 
@@ -426,6 +431,12 @@ CASES = {
             "val2017/000000397000.png": "binary",
         },
         ["prepare", "sugarcrepe", "--annotations", "@sugar-crepe", "--images", "@val2017", "--out", "@out"],
+        ["out"],
+    ),
+    "ARO VG-Relation (prepare aro)": Case(
+        build_aro,
+        {"visual_genome_relation.json": "json", "images/2300001.jpg": "binary"},
+        ["prepare", "aro", "--annotations", "@visual_genome_relation.json", "--images", "@images", "--out", "@out"],
         ["out"],
     ),
     "Winoground examples (prepare winoground)": Case(

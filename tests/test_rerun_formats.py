@@ -27,6 +27,7 @@ from snakemake_runner import (
 )
 from sources import (
     compositionality_entries,
+    write_aro,
     write_cnclip,
     write_coco,
     write_imagefolder,
@@ -39,7 +40,7 @@ from warm_jobs import module_listing_env
 
 RETRIEVAL = ("shapes-1k", "cn", "flickr", "coco")
 CLASSIFICATION = ("shapes-classes", "cifar", "folder")
-COMPOSITIONALITY = ("sugarcrepe", "winoground")
+COMPOSITIONALITY = ("sugarcrepe", "winoground", "vg-relation")
 
 
 def formats_config():
@@ -131,6 +132,7 @@ def formats_experiment(directory):
     write_shapes_cifar(sources)
     write_sugarcrepe(sources / "sugarcrepe")
     write_winoground(sources / "winoground")
+    write_aro(sources / "aro")
     write_weights(directory / "weights/local.pt", seed=0)
     edit_config(directory, lambda config: (config.clear(), config.update(formats_config())))
     return directory
@@ -149,19 +151,20 @@ def experiment(tmp_path_factory):
         "prepare_imagefolder": 1,
         "prepare_sugarcrepe": 1,
         "prepare_winoground": 1,
+        "prepare_aro": 1,
         "train": 1,
         "describe_model": 2,
         # both models preprocess alike: one pixel job per dataset
-        "decode_pixels": 9,
-        "extract_text_features": 7,
-        "extract_image_shard": 10,
-        "gather_image_features": 10,
+        "decode_pixels": 10,
+        "extract_text_features": 8,
+        "extract_image_shard": 11,
+        "gather_image_features": 11,
         "knn": 10,
         "score_retrieval": 5,
         "encode_classes": 3,
         "score_classification": 3,
-        "score_compositionality": 2,
-        "compositionality_failures": 2,
+        "score_compositionality": 3,
+        "compositionality_failures": 3,
         "compare_models": 1,
         "summary": 1,
         "all": 1,
@@ -277,6 +280,14 @@ ROWS = {
         plus({"prepare_winoground": 1}, PIXELS, COMPOSITIONALITY_JOBS, FINISH, {"compositionality_failures": 1}),
         None,
     ),
+    "aro annotations": (
+        edit_file(
+            "sources/aro/visual_genome_relation.json",
+            lambda raw: raw.replace(b'"true_caption": "', b'"true_caption": "one ', 1),
+        ),
+        plus({"prepare_aro": 1}, PIXELS, COMPOSITIONALITY_JOBS, FINISH, {"compositionality_failures": 1}),
+        None,
+    ),
     "image folder file": (
         replace_folder_image,
         plus({"prepare_imagefolder": 1}, CLASSIFICATION_JOBS, FINISH, CLASSIFICATION_REPORT),
@@ -303,8 +314,8 @@ ROWS = {
         {
             "score_retrieval": 5,
             "score_classification": 3,
-            "score_compositionality": 2,
-            "compositionality_failures": 2,
+            "score_compositionality": 3,
+            "compositionality_failures": 3,
             "compare_models": 1,
             **FINISH,
             **report(4, 5, 3, compared=1),

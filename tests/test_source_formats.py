@@ -22,6 +22,7 @@ def dataset_schemas(root=REPO):
 
 def test_the_formats_are_the_modules_of_data_sources():
     assert format_names() == [
+        "aro",
         "cifar",
         "cnclip",
         "coco",
@@ -32,6 +33,7 @@ def test_the_formats_are_the_modules_of_data_sources():
         "winoground",
     ]
     assert {name: source_format(name).writes for name in format_names()} == {
+        "aro": CHOICES,
         "cifar": CLASSES,
         "cnclip": CAPTIONS,
         "coco": CAPTIONS,
@@ -55,7 +57,7 @@ def test_each_format_has_a_schema_entry_with_exactly_its_settings(name):
 def test_prepare_lists_the_formats_and_each_format_its_settings():
     listing = run_cli("prepare", "--help")
     assert listing.returncode == 0
-    assert "{cifar,cnclip,coco,imagefolder,karpathy,shapes,sugarcrepe,winog" in listing.stdout
+    assert "{aro,cifar,cnclip,coco,imagefolder,karpathy,shapes,sugarcrepe," in listing.stdout
     settings = run_cli("prepare", "coco", "--help")
     assert settings.returncode == 0
     assert settings.stdout.startswith(

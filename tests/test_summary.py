@@ -87,6 +87,7 @@ def test_rows_in_given_order_with_every_metric(tmp_path):
         "text_score",
         "image_score",
         "group_score",
+        "macro_text_score",
         "protocol",
         "images",
         "texts",

@@ -154,8 +154,8 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
         ),
         (
             lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
-            "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: cifar, cnclip, coco, imagefolder,"
-            " karpathy, shapes, sugarcrepe, winoground)",
+            "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: aro, cifar, cnclip, coco,"
+            " imagefolder, karpathy, shapes, sugarcrepe, winoground)",
         ),
         (
             lambda c: c["datasets"].update(

@@ -57,7 +57,8 @@ def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
     if first["task"] == "compositionality":
         parts = [group_samples(record)["examples"] for record in records]
         samples = {"examples": [np.column_stack(groups) for groups in zip(*parts)]}
-        return samples, [compositionality_statistic(first["groups"], i) for i in models]
+        macro = first.get("macro_groups")
+        return samples, [compositionality_statistic(first["groups"], i, macro) for i in models]
     # (rank, label) of the first model, then each other model's rank: model i's ranks are column i + 1.
     rows = np.column_stack([class_samples(first)["images"][0], *(record["ranks"] for record in records[1:])])
     num_classes = first["num_classes"]

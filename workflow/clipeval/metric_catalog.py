@@ -100,6 +100,7 @@ COMPOSITIONALITY_METRICS = [
     Metric("text_score", "text score"),
     Metric("image_score", "image score"),
     Metric("group_score", "group score"),
+    Metric("macro_text_score", "macro text score"),
 ]
 # Every task's metrics but retrieval's, whose columns follow its K values.
 FIXED_METRICS = {"classification": CLASSIFICATION_METRICS, "compositionality": COMPOSITIONALITY_METRICS}

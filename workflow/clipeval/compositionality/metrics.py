@@ -11,7 +11,9 @@ With exact scores (ranking_rule.py) and ties to the lower id (the ranking rule):
 - group score: both at once (Winoground's group score).
 
 Each is given over all examples and per group (SugarCrepe's split,
-Winoground's tag). Bootstrap replicates resample the examples within each
+Winoground's tag, ARO's relation or attribute pair). Where the examples say
+which groups a macro average takes (ARO's), the macro text score is the mean
+of those groups' text scores, as ARO reports its accuracy. Bootstrap replicates resample the examples within each
 group, so paired comparisons resample the same examples for both models.
 """
 
@@ -78,16 +80,31 @@ def scores_of(rows: np.ndarray) -> dict:
     return result
 
 
-def compositionality_statistic(groups: list[str], model: int = 0):
+def compositionality_statistic(groups: list[str], model: int = 0, macro_groups=None):
     """samples {"examples": [rows of each group]} -> overall and per-group scores of the `model`-th model's
-    columns (several models' columns side by side: paired comparisons)."""
+    columns (several models' columns side by side: paired comparisons), and the macro text score over
+    `macro_groups` when given."""
     columns = slice(model * len(OUTCOMES), (model + 1) * len(OUTCOMES))
 
     def statistic(samples):
         parts = [rows[:, columns] for rows in samples["examples"]]
-        return {**scores_of(np.concatenate(parts)), "groups": {g: scores_of(rows) for g, rows in zip(groups, parts)}}
+        by_group = {g: scores_of(rows) for g, rows in zip(groups, parts)}
+        result = {**scores_of(np.concatenate(parts)), "groups": by_group}
+        if macro_groups is not None:
+            chosen = [by_group[g]["text_score"] for g in macro_groups]
+            result["macro_text_score"] = float(np.mean(chosen)) if chosen else None
+        return result
 
     return statistic
+
+
+def macro_groups_of(examples: list[Example]):
+    """The groups a macro average takes (those whose examples are all in it), or None where the examples do
+    not say."""
+    if all(example.macro is None for example in examples):
+        return None
+    left_out = {example.group for example in examples if not example.macro}
+    return [group for group in dict.fromkeys(example.group for example in examples) if group not in left_out]
 
 
 def group_samples(record: dict) -> dict:
@@ -112,9 +129,10 @@ def score_compositionality(
         "group_of": [groups.index(example.group) for example in examples],
         "outcomes": outcomes.tolist(),
         "choices": choices,
+        "macro_groups": macro_groups_of(examples),
     }
     samples = group_samples(record)
-    statistic = compositionality_statistic(groups)
+    statistic = compositionality_statistic(groups, macro_groups=record["macro_groups"])
     metrics = {"task": "compositionality", **statistic(samples)}
     if bootstrap:
         metrics["intervals"] = percentile_intervals(statistic, samples, bootstrap, seed)

@@ -5,6 +5,8 @@ Image `image_ids[j]` is described by caption `text_ids[j]`; the captions after t
 images' own are negatives (SugarCrepe's negative caption, ARO's false captions).
 Winoground has two images and two captions, SugarCrepe one image and two captions.
 `group` is what the results are broken down by (SugarCrepe's split, Winoground's tag).
+`"macro": false` marks an example whose group a macro average leaves out (ARO's
+symmetric relations); sets without a macro average (SugarCrepe, Winoground) give no `macro`.
 """
 
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ class Example:
     group: str
     image_ids: tuple[int, ...]
     text_ids: tuple[int, ...]
+    macro: bool | None = None  # in the set's macro average (ARO's), or None where the set has none
 
 
 def check_example(example: Example, where: str) -> None:
@@ -47,6 +50,7 @@ def write_examples(path, examples: list[Example]) -> None:
                 "group": e.group,
                 "image_ids": list(e.image_ids),
                 "text_ids": list(e.text_ids),
+                **({} if e.macro is None else {"macro": e.macro}),
             }
             for e in examples
         ),
@@ -66,11 +70,15 @@ def load_examples(path) -> list[Example]:
         group = row.get("group")
         if not isinstance(group, str) or not group:
             raise ClipevalError(f"{where}: example {example_id} needs a group name")
+        macro = row.get("macro")
+        if macro is not None and not isinstance(macro, bool):
+            raise ClipevalError(f"{where}: example {example_id}: macro must be true or false, got {macro!r}")
         example = Example(
             example_id,
             group,
             _id_list(row.get("image_ids"), where, example_id, "image_ids"),
             _id_list(row.get("text_ids"), where, example_id, "text_ids"),
+            macro,
         )
         check_example(example, where)
         examples.append(example)

@@ -70,15 +70,20 @@ def write_jsonl(path, rows: Iterable[dict]) -> int:
     return count
 
 
-def read_json(path) -> dict:
-    """A JSON file holding one object."""
+def read_json_value(path):
+    """The JSON value a file holds, whatever its type."""
     path = Path(path)
     if not path.is_file():
         raise ClipevalError(f"{path}: file not found")
     try:
-        data = orjson.loads(path.read_bytes())
+        return orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as error:
         raise ClipevalError(f"{path}: malformed JSON ({error})") from None
+
+
+def read_json(path) -> dict:
+    """A JSON file holding one object."""
+    data = read_json_value(path)
     if not isinstance(data, dict):
         raise ClipevalError(f"{path}: expected a JSON object at the top level")
     return data
