@@ -283,3 +283,25 @@ def write_aro(directory, kind="relation", num_examples=8, seed=17):
     annotations = directory / f"visual_genome_{kind}.json"
     annotations.write_text(json.dumps(entries))
     return annotations, images
+
+
+def write_xm3600(directory, num_images=8, seed=18):
+    """Crossmodal-3600's layout: captions.jsonl (image/key and, per language, its captions) and images/KEY.jpg.
+    English has two captions an image, German one, Chinese one; the keys are hex like the release's."""
+    images = directory / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for index, (_, raw, texts, _) in enumerate(shapes(num_images, seed)):
+        key = f"{0x1A2B3C4D5E6F7000 + index:016x}"
+        Image.open(io.BytesIO(raw)).convert("RGB").save(images / f"{key}.jpg", quality=95)
+        lines.append(
+            {
+                "image/key": key,
+                "en": {"caption": texts[:2], "caption/tokenized": texts[:2]},
+                "de": {"caption": [f"ein Bild: {texts[0]}"], "caption/tokenized": [f"ein bild: {texts[0]}"]},
+                "zh": {"caption": [f"一只{'猫狗'[index % 2]}坐在垫子上"], "caption/tokenized": ["一只 猫"]},
+            }
+        )
+    annotations = directory / "captions.jsonl"
+    annotations.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    return annotations, images

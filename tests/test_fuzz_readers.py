@@ -34,6 +34,7 @@ from sources import (
     write_karpathy,
     write_sugarcrepe,
     write_winoground,
+    write_xm3600,
 )
 
 from clipeval.cli import main
@@ -313,6 +314,10 @@ def build_aro(root):
     write_aro(root, num_examples=4)
 
 
+def build_xm3600(root):
+    write_xm3600(root, num_images=4)
+
+
 def build_winoground(root):
     write_winoground(root, num_examples=3)
 
@@ -437,6 +442,25 @@ CASES = {
         build_aro,
         {"visual_genome_relation.json": "json", "images/2300001.jpg": "binary"},
         ["prepare", "aro", "--annotations", "@visual_genome_relation.json", "--images", "@images", "--out", "@out"],
+        ["out"],
+    ),
+    "Crossmodal-3600 captions (prepare xm3600)": Case(
+        build_xm3600,
+        {"captions.jsonl": "jsonl"},
+        [
+            "prepare",
+            "xm3600",
+            "--annotations",
+            "@captions.jsonl",
+            "--images",
+            "@images",
+            "--language",
+            "en",
+            "--captions",
+            "all",
+            "--out",
+            "@out",
+        ],
         ["out"],
     ),
     "Winoground examples (prepare winoground)": Case(

@@ -31,6 +31,7 @@ def test_the_formats_are_the_modules_of_data_sources():
         "shapes",
         "sugarcrepe",
         "winoground",
+        "xm3600",
     ]
     assert {name: source_format(name).writes for name in format_names()} == {
         "aro": CHOICES,
@@ -42,6 +43,7 @@ def test_the_formats_are_the_modules_of_data_sources():
         "shapes": CAPTIONS + CLASSES,
         "sugarcrepe": CHOICES,
         "winoground": CHOICES,
+        "xm3600": CAPTIONS,
     }
 
 

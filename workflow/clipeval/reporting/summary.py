@@ -86,7 +86,8 @@ def row_ranking_ks(rows: list[dict]) -> list[int]:
 
 
 def metric_columns(rows: list[dict]) -> list[str]:
-    """Retrieval's columns for the rows' K values, then classification's: the catalogue's order."""
+    """Retrieval's columns for the rows' K values, then classification's and compositionality's: the catalogue's
+    order."""
     retrieval = retrieval_metrics(row_recall_ks(rows), row_ranking_ks(rows))
     return [m.column for m in [*retrieval, *CLASSIFICATION_METRICS, *COMPOSITIONALITY_METRICS]]
 
