@@ -57,6 +57,7 @@ localrules:
     plot_classification,
     plot_comparisons,
     plot_series,
+    plot_suite,
     compositionality_failures,
 
 

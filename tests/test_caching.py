@@ -151,7 +151,7 @@ MATRIX = {
     ),
     "suites": (
         config_change(lambda c: c.update(suites={"both": ["shapes-test", "cn-test"]})),
-        {"score_suite": 1, "summary": 1, "report_tables": 1, "all": 1},
+        {"score_suite": 1, "plot_suite": 1, "summary": 1, "report_tables": 1, "all": 1},
     ),
     "metrics.allow_queries_without_positive": (
         config_change(lambda c: c["metrics"].update(allow_queries_without_positive=True)),

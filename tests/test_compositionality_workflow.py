@@ -120,6 +120,12 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
         ]
         assert suite["averages"][model] == np.mean(texts)
     assert "## Suites" in summary and "Suite compositional" in (experiment / "report/results.html").read_text()
+    with open(experiment / "report/suites/compositional.csv") as handle:
+        points = list(csv.DictReader(handle))
+    assert [(p["model"], p["dataset"]) for p in points] == [
+        (model, dataset) for model in ("first", "second") for dataset in (*CONFIG["suites"]["compositional"], "average")
+    ]
+    assert float(points[-1]["value"]) == round(suite["averages"]["second"], 6)
     for dataset in ("sugarcrepe", "winoground", "vg-relation"):
         record = json.loads((experiment / f"scores/first/{dataset}/compositionality-ranks.json").read_text())
         wrong = [example for example, outcome in zip(record["example_ids"], record["outcomes"]) if 0 in outcome[:2]]
@@ -136,6 +142,7 @@ def test_compositionality_sets_are_scored_from_the_extracted_features_and_summar
         "plot_comparisons": 3,
         "compositionality_failures": 6,
         "score_suite": 1,
+        "plot_suite": 1,
         "summary": 1,
         "report_tables": 1,
         "all": 1,

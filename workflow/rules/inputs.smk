@@ -298,6 +298,20 @@ def suite_arguments(wildcards):
     return written_or_fail(argument_file, words + (["--baseline", baseline] if baseline else []))
 
 
+def suite_score_files(wildcards):
+    return [PLAN.score_file(model, dataset) for model, dataset, _ in suite_entries(wildcards.suite)]
+
+
+def suite_plot_arguments(wildcards):
+    """--entry MODEL DATASET SCORES per pair of the suite, in an arguments file."""
+    words = [
+        word
+        for model, dataset, _ in suite_entries(wildcards.suite)
+        for word in ("--entry", model, dataset, PLAN.score_file(model, dataset))
+    ]
+    return written_or_fail(argument_file, words)
+
+
 def suite_files():
     return [PLAN.artifact("suite_scores", suite=suite) for suite in PLAN.suites()]
 
@@ -425,4 +439,5 @@ def report_files():
     ]
     files += [PLAN.artifact("forest_plot", dataset=dataset) for dataset in PLAN.compared_models()]
     files += [PLAN.artifact("series_plot", series=series) for series in PLAN.checkpoint_series()]
+    files += [PLAN.artifact("suite_plot", suite=suite) for suite in PLAN.suites()]
     return files

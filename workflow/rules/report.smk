@@ -246,3 +246,30 @@ rule compositionality_failures:
         "python -m clipeval compositionality-failures --title {params.title:q} --images {input.images:q}"
         " --texts {input.texts:q} --examples {input.examples:q} --ranks {input.ranks:q}"
         " --failures {params.failures:q} --thumbnail {params.thumbnail:q} --output {output.gallery:q} > {log:q} 2>&1"
+
+
+rule plot_suite:
+    input:
+        suite=PLAN.experiment_artifact("suite_scores"),
+        scores=suite_score_files,
+    output:
+        figure=report(
+            PLAN.experiment_artifact("suite_plot"),
+            caption="../report/suite.rst",
+            category="Suites",
+            subcategory="{suite}",
+            labels={"figure": "{suite}: main metric by dataset"},
+        ),
+        data=PLAN.experiment_artifact("suite_plot_data"),
+    log:
+        f"logs/report/{PLAN.experiment_name()}/suites/{{suite}}.log",
+    wildcard_constraints:
+        suite=names_matching(list(PLAN.suites())),
+    conda:
+        ENV_FILE
+    params:
+        arguments=suite_plot_arguments,
+        code=code_fingerprint("plot-suite"),
+    shell:
+        "python -m clipeval plot-suite {input.suite:q} --arguments-file {params.arguments:q} --output {output.figure:q}"
+        " > {log:q} 2>&1"

@@ -62,6 +62,8 @@ EXPERIMENT_OUTPUTS = {
     "class_recall_data": "report/{dataset}/class-recall.csv",
     "choice_failures": "report/{dataset}/{model}/failures.png",
     "choice_failures_data": "report/{dataset}/{model}/failures.csv",
+    "suite_plot": "report/suites/{suite}.png",
+    "suite_plot_data": "report/suites/{suite}.csv",
     "series_plot": "report/series/{series}.png",
     "series_plot_data": "report/series/{series}.csv",
     "forest_plot": "report/{dataset}/comparisons.png",

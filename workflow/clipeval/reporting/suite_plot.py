@@ -1,0 +1,54 @@
+"""The report's figure of a suite: each dataset's main metric per model, with its 95% interval, and the
+suite's average at the right (for Crossmodal-3600's languages, a figure per language).
+
+Each model keeps its colour (its place in the suite's model order); the
+values come from the score files, the average and its interval from the
+suite's own file, so the figure shows what the summary lists.
+"""
+
+import numpy as np
+
+from clipeval.metric_catalog import MAIN_METRIC, MAIN_METRIC_LABEL
+from clipeval.reporting import figures
+
+
+def suite_points(suite: dict, scores: dict[tuple[str, str], dict]) -> list[list]:
+    """[model, dataset (or "average"), metric, value, ci_low, ci_high] rows, datasets in the suite's order."""
+    rows = []
+    for model in suite["models"]:
+        for dataset in suite["datasets"]:
+            metrics = scores[model, dataset]
+            metric = MAIN_METRIC[metrics["task"]]
+            interval = (metrics.get("intervals") or {}).get(metric)
+            rows.append([model, dataset, metric, metrics.get(metric), *(interval or (None, None))])
+        interval = (suite.get("intervals") or {}).get("averages", {}).get(model)
+        rows.append([model, "average", "mean of the above", suite["averages"][model], *(interval or (None, None))])
+    return rows
+
+
+def plot_suite(suite: dict, scores: dict[tuple[str, str], dict], path) -> None:
+    models, columns = suite["models"], [*suite["datasets"], "average"]
+    colours = figures.model_colours(models)
+    rows = suite_points(suite, scores)
+    figure, axes = figures.new_figure(max(7.5, 1.1 * len(columns) + 2.5), 4.2)
+    axis = axes[0][0]
+    width = 0.8 / len(models)
+    for index, model in enumerate(models):
+        mine = [row for row in rows if row[0] == model]
+        positions = np.arange(len(columns)) + (index - (len(models) - 1) / 2) * width
+        for position, (_, _, _, value, low, high) in zip(positions, mine):
+            if value is None:
+                continue
+            errors = [[value - low], [high - value]] if low is not None else None
+            axis.errorbar(position, value, yerr=errors, fmt="o", color=colours[model], capsize=3, markersize=6)
+        axis.plot([], [], "o", color=colours[model], label=model)
+    axis.axvline(len(columns) - 1.5, color="#999999", linewidth=1)
+    tasks = {MAIN_METRIC_LABEL[scores[models[0], d]["task"]] for d in suite["datasets"]}
+    axis.set_xticks(np.arange(len(columns)), labels=columns, rotation=30, ha="right")
+    axis.set_ylabel(f"{' / '.join(sorted(tasks))} (%)")
+    axis.legend(loc="best", title="model")
+    figure.suptitle(f"suite {suite['suite']}: main metric per dataset, 95% intervals", fontweight="bold")
+    figure.tight_layout()
+    figures.save_figure(figure, path)
+    header = ["model", "dataset", "metric", "value", "ci_low", "ci_high"]
+    figures.write_csv(figures.data_path(path), header, [["" if v is None else v for v in row] for row in rows])
