@@ -103,10 +103,12 @@ import json, sys
 import yaml
 from snakemake.utils import validate
 from clipeval.planning.plan import Plan, fill_metric_defaults
+from clipeval.planning.series import expand_checkpoint_series
 config_file, artifact, names = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 config = yaml.safe_load(open(config_file))
 validate(config, "config/schema.yaml")
 fill_metric_defaults(config)
+expand_checkpoint_series(config)
 print(Plan(config, [config_file]).artifact(artifact, **names))
 """
 

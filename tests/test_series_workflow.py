@@ -100,3 +100,13 @@ def test_a_checkpoint_series_is_evaluated_by_step_and_a_new_checkpoint_adds_only
     assert planned_jobs(workdir) == {}
     with open(experiment / "series.csv") as handle:
         assert [row["step"] for row in csv.DictReader(handle)] == ["1", "2", "10", "20"] * 2
+
+    # A member is the entry a user would write by hand: that entry's features are the member's.
+    config = yaml.safe_load((workdir / "config/config.yaml").read_text())
+    config["models"]["by-hand"] = {"arch": "clipeval-tiny", "pretrained": "logs-of-training/run/checkpoints/epoch_2.pt"}
+    (workdir / "config/config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    planned = planned_jobs(workdir)
+    assert not {"describe_model", "extract_image_shard", "extract_text_features", "encode_classes", "knn"} & set(
+        planned
+    )
+    assert planned["score_retrieval"] == planned["score_classification"] == 1
