@@ -305,3 +305,31 @@ def write_xm3600(directory, num_images=8, seed=18):
     annotations = directory / "captions.jsonl"
     annotations.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
     return annotations, images
+
+
+def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_shard=4):
+    """CLIP_benchmark's webdataset export of a set: ROOT/test/0.tar, 1.tar, … (KEY.webp with KEY.txt captions or
+    KEY.cls labels), nshards.txt, and for classification classnames.txt and its templates file; returns ROOT."""
+    import tarfile
+
+    split = directory / "test"
+    split.mkdir(parents=True, exist_ok=True)
+    drawn = shapes(num_images, seed)
+    shards = [drawn[start : start + per_shard] for start in range(0, num_images, per_shard)]
+    for number, shard in enumerate(shards):
+        with tarfile.open(split / f"{number}.tar", "w", format=tarfile.USTAR_FORMAT) as archive:
+            for index, (_, raw, texts, label) in enumerate(shard, start=number * per_shard):
+                webp = io.BytesIO()
+                Image.open(io.BytesIO(raw)).save(webp, format="webp", lossless=True)
+                other = "\n".join(texts).encode() if kind == "retrieval" else str(label).encode()
+                for extension, data in (("webp", webp.getvalue()), ("txt" if kind == "retrieval" else "cls", other)):
+                    info = tarfile.TarInfo(f"s{index:07d}.{extension}")
+                    info.size, info.mtime = len(data), 0
+                    archive.addfile(info, io.BytesIO(data))
+    (split / "nshards.txt").write_text(f"{len(shards)}\n")
+    if kind == "retrieval":
+        (directory / "dataset_type.txt").write_text("retrieval\n")
+    else:
+        (directory / "classnames.txt").write_text("".join(f"{name}\n" for name in CLASSNAMES))
+        (directory / "zeroshot_classification_templates.txt").write_text("a photo of a {c}.\na drawing of the {c}.\n")
+    return directory

@@ -33,6 +33,7 @@ from sources import (
     write_imagefolder,
     write_karpathy,
     write_sugarcrepe,
+    write_wds_export,
     write_winoground,
     write_xm3600,
 )
@@ -314,6 +315,14 @@ def build_aro(root):
     write_aro(root, num_examples=4)
 
 
+def build_wds_retrieval(root):
+    write_wds_export(root / "export", num_images=5, per_shard=3)
+
+
+def build_wds_classification(root):
+    write_wds_export(root / "export", kind="classification", num_images=5, per_shard=3)
+
+
 def build_xm3600(root):
     write_xm3600(root, num_images=4)
 
@@ -442,6 +451,22 @@ CASES = {
         build_aro,
         {"visual_genome_relation.json": "json", "images/2300001.jpg": "binary"},
         ["prepare", "aro", "--annotations", "@visual_genome_relation.json", "--images", "@images", "--out", "@out"],
+        ["out"],
+    ),
+    "webdataset export shards (prepare wds_retrieval)": Case(
+        build_wds_retrieval,
+        {"export/test/0.tar": "binary", "export/test/1.tar": "binary"},
+        ["prepare", "wds_retrieval", "--export", "@export", "--out", "@out"],
+        ["out"],
+    ),
+    "webdataset export, class names, templates (prepare wds_classification)": Case(
+        build_wds_classification,
+        {
+            "export/test/0.tar": "binary",
+            "export/classnames.txt": "text",
+            "export/zeroshot_classification_templates.txt": "text",
+        },
+        ["prepare", "wds_classification", "--export", "@export", "--out", "@out"],
         ["out"],
     ),
     "Crossmodal-3600 captions (prepare xm3600)": Case(

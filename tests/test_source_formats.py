@@ -30,6 +30,8 @@ def test_the_formats_are_the_modules_of_data_sources():
         "karpathy",
         "shapes",
         "sugarcrepe",
+        "wds_classification",
+        "wds_retrieval",
         "winoground",
         "xm3600",
     ]
@@ -43,6 +45,8 @@ def test_the_formats_are_the_modules_of_data_sources():
         "shapes": CAPTIONS + CLASSES,
         "sugarcrepe": CHOICES,
         "winoground": CHOICES,
+        "wds_classification": CLASSES,
+        "wds_retrieval": CAPTIONS,
         "xm3600": CAPTIONS,
     }
 
