@@ -333,3 +333,32 @@ def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_sh
         (directory / "classnames.txt").write_text("".join(f"{name}\n" for name in CLASSNAMES))
         (directory / "zeroshot_classification_templates.txt").write_text("a photo of a {c}.\na drawing of the {c}.\n")
     return directory
+
+
+def write_parquet_shards(directory, kind="retrieval", num_images=9, seed=20, per_shard=4):
+    """Parquet shards as the Hugging Face hub holds an image dataset (data/test-0000N-of-0000M.parquet): an
+    `image` column of the hub's Image struct (bytes, path), and `caption` (a list of strings) or `label` (an
+    int, its ClassLabel names in the schema's `huggingface` metadata)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = directory / "data"
+    folder.mkdir(parents=True, exist_ok=True)
+    drawn = shapes(num_images, seed)
+    chunks = [drawn[start : start + per_shard] for start in range(0, num_images, per_shard)]
+    image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    features = {"image": {"_type": "Image"}}
+    if kind == "retrieval":
+        features["caption"] = {"feature": {"dtype": "string", "_type": "Value"}, "_type": "Sequence"}
+    else:
+        features["label"] = {"names": list(CLASSNAMES), "_type": "ClassLabel"}
+    metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
+    for number, chunk in enumerate(chunks):
+        images = pa.array([{"bytes": raw, "path": f"{image_id}.png"} for image_id, raw, _, _ in chunk], type=image_type)
+        if kind == "retrieval":
+            other = ("caption", pa.array([texts for _, _, texts, _ in chunk], type=pa.list_(pa.string())))
+        else:
+            other = ("label", pa.array([label for *_, label in chunk], type=pa.int64()))
+        table = pa.table({"image": images, other[0]: other[1]}).replace_schema_metadata(metadata)
+        pq.write_table(table, folder / f"test-{number:05d}-of-{len(chunks):05d}.parquet")
+    return folder

@@ -32,6 +32,7 @@ from sources import (
     write_coco,
     write_imagefolder,
     write_karpathy,
+    write_parquet_shards,
     write_sugarcrepe,
     write_wds_export,
     write_winoground,
@@ -323,6 +324,10 @@ def build_wds_classification(root):
     write_wds_export(root / "export", kind="classification", num_images=5, per_shard=3)
 
 
+def build_parquet(root):
+    write_parquet_shards(root / "hub", num_images=5, per_shard=3)
+
+
 def build_xm3600(root):
     write_xm3600(root, num_images=4)
 
@@ -467,6 +472,12 @@ CASES = {
             "export/zeroshot_classification_templates.txt": "text",
         },
         ["prepare", "wds_classification", "--export", "@export", "--out", "@out"],
+        ["out"],
+    ),
+    "parquet shards (prepare parquet_retrieval)": Case(
+        build_parquet,
+        {"hub/data/test-00000-of-00002.parquet": "binary", "hub/data/test-00001-of-00002.parquet": "binary"},
+        ["prepare", "parquet_retrieval", "--shards", "@hub/data", "--out", "@out"],
         ["out"],
     ),
     "Crossmodal-3600 captions (prepare xm3600)": Case(

@@ -28,6 +28,8 @@ def test_the_formats_are_the_modules_of_data_sources():
         "coco",
         "imagefolder",
         "karpathy",
+        "parquet_classification",
+        "parquet_retrieval",
         "shapes",
         "sugarcrepe",
         "wds_classification",
@@ -45,6 +47,8 @@ def test_the_formats_are_the_modules_of_data_sources():
         "shapes": CAPTIONS + CLASSES,
         "sugarcrepe": CHOICES,
         "winoground": CHOICES,
+        "parquet_classification": CLASSES,
+        "parquet_retrieval": CAPTIONS,
         "wds_classification": CLASSES,
         "wds_retrieval": CAPTIONS,
         "xm3600": CAPTIONS,
@@ -63,7 +67,7 @@ def test_each_format_has_a_schema_entry_with_exactly_its_settings(name):
 def test_prepare_lists_the_formats_and_each_format_its_settings():
     listing = run_cli("prepare", "--help")
     assert listing.returncode == 0
-    assert "{aro,cifar,cnclip,coco,imagefolder,karpathy,shapes,sugarcrepe," in listing.stdout
+    assert "{aro,cifar,cnclip,coco,imagefolder,karpathy,parquet_classification," in listing.stdout
     settings = run_cli("prepare", "coco", "--help")
     assert settings.returncode == 0
     assert settings.stdout.startswith(

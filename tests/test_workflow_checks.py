@@ -155,7 +155,8 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
         (
             lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
             "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: aro, cifar, cnclip, coco,"
-            " imagefolder, karpathy, shapes, sugarcrepe, wds_classification, wds_retrieval, winoground, xm3600)",
+            " imagefolder, karpathy, parquet_classification, parquet_retrieval, shapes, sugarcrepe, wds_classification,"
+            " wds_retrieval, winoground, xm3600)",
         ),
         (
             lambda c: c["datasets"].update(

@@ -1,0 +1,145 @@
+"""Parquet shards as the Hugging Face hub holds image datasets: images in the hub's Image struct, captions as
+lists of strings or labels with ClassLabel names in the schema's metadata."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import run_cli
+from sources import write_parquet_shards
+
+from clipeval.classification.metrics import load_classes, load_labels
+from clipeval.data.dataset import open_dataset
+from clipeval.data.sources.shapes import CLASSNAMES
+
+
+def table_rows(folder):
+    return [row for shard in sorted(folder.glob("*.parquet")) for row in pq.read_table(shard).to_pylist()]
+
+
+def test_retrieval_shards_keep_each_images_bytes_and_captions_in_shard_order(tmp_path):
+    folder = write_parquet_shards(tmp_path / "hub")
+    assert run_cli("prepare", "parquet_retrieval", "--shards", folder, "--out", tmp_path / "d").returncode == 0
+    store, captions = open_dataset(tmp_path / "d")
+    rows = table_rows(folder)
+    assert [store.encoded_bytes(i) for i in range(len(rows))] == [row["image"]["bytes"] for row in rows]
+    expected = [(i, text) for i, row in enumerate(rows) for text in row["caption"]]
+    assert [(int(ids[0]), text) for ids, text in zip(captions.image_ids, captions.texts)] == expected
+
+
+def test_classification_shards_take_the_hubs_class_names_or_a_file(tmp_path):
+    folder = write_parquet_shards(tmp_path / "hub", kind="classification")
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    result = run_cli(
+        "prepare",
+        "parquet_classification",
+        "--shards",
+        folder,
+        "--templates",
+        tmp_path / "templates.txt",
+        "--out",
+        tmp_path / "d",
+    )
+    assert result.returncode == 0, result.stderr
+    spec = load_classes(tmp_path / "d/classes.json")
+    assert spec.classnames == list(CLASSNAMES) and spec.templates == ["a photo of a {}."]
+    _, labels = load_labels(tmp_path / "d/labels.jsonl", len(CLASSNAMES))
+    assert labels.tolist() == [row["label"] for row in table_rows(folder)]
+    (tmp_path / "names.txt").write_text("".join(f"class {i}\n" for i in range(6)))
+    result = run_cli(
+        "prepare",
+        "parquet_classification",
+        "--shards",
+        folder,
+        "--classnames",
+        tmp_path / "names.txt",
+        "--templates",
+        tmp_path / "templates.txt",
+        "--out",
+        tmp_path / "e",
+    )
+    assert result.returncode == 0 and load_classes(tmp_path / "e/classes.json").classnames[0] == "class 0"
+
+
+def rewrite(shard, change):
+    table = pq.read_table(shard)
+    pq.write_table(change(table), shard)
+
+
+@pytest.mark.parametrize(
+    "options, spoil, message",
+    [
+        (
+            (),
+            lambda f: (f / "test-00001-of-00003.parquet").write_bytes(b"PAR1 garbage"),
+            "{f}/test-00001-of-00003.parquet: not a readable parquet file",
+        ),
+        (
+            ("--caption-column", "captions"),
+            lambda f: None,
+            "{f}/test-00000-of-00003.parquet: no column 'captions' (columns: image, caption)",
+        ),
+        (
+            (),
+            lambda f: rewrite(
+                f / "test-00000-of-00003.parquet",
+                lambda t: t.set_column(1, "caption", pa.array([[]] * t.num_rows, type=pa.list_(pa.string()))),
+            ),
+            "{f}/test-00000-of-00003.parquet: row 0: caption holds no caption",
+        ),
+        (
+            (),
+            lambda f: rewrite(
+                f / "test-00002-of-00003.parquet",
+                lambda t: t.set_column(
+                    0,
+                    "image",
+                    pa.array([{"bytes": b"xx", "path": "a"}] * t.num_rows, type=t.schema.field("image").type),
+                ),
+            ),
+            "{f}/test-00002-of-00003.parquet: row 0: ",
+        ),
+    ],
+)
+def test_a_bad_shard_is_one_line_naming_it_and_writes_nothing(tmp_path, options, spoil, message):
+    folder = write_parquet_shards(tmp_path / "hub")
+    spoil(folder)
+    out = tmp_path / "d"
+    result = run_cli("prepare", "parquet_retrieval", "--shards", folder, *options, "--out", out)
+    assert result.returncode == 1 and not out.exists()
+    assert result.stderr.startswith(f"clipeval: error: {message.format(f=folder)}") and result.stderr.count("\n") == 1
+
+
+def test_a_label_past_the_class_names_or_no_class_names_are_refused(tmp_path):
+    folder = write_parquet_shards(tmp_path / "hub", kind="classification")
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    (tmp_path / "names.txt").write_text("one\ntwo\n")
+    result = run_cli(
+        "prepare",
+        "parquet_classification",
+        "--shards",
+        folder,
+        "--classnames",
+        tmp_path / "names.txt",
+        "--templates",
+        tmp_path / "templates.txt",
+        "--out",
+        tmp_path / "d",
+    )
+    assert result.returncode == 1 and "is not a class index below 2" in result.stderr
+    shard = folder / "test-00000-of-00003.parquet"
+    rewrite(shard, lambda t: t.replace_schema_metadata(None))
+    for path in sorted(folder.glob("*.parquet"))[1:]:
+        path.unlink()
+    result = run_cli(
+        "prepare",
+        "parquet_classification",
+        "--shards",
+        folder,
+        "--templates",
+        tmp_path / "templates.txt",
+        "--out",
+        tmp_path / "e",
+    )
+    assert (
+        result.stderr == f"clipeval: error: {shard}: row 0: the shards name no classes for 'label'; give classnames\n"
+    )
