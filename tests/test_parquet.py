@@ -16,6 +16,22 @@ def table_rows(folder):
     return [row for shard in sorted(folder.glob("*.parquet")) for row in pq.read_table(shard).to_pylist()]
 
 
+def prepare_classes(folder, tmp_path, out, *options):
+    """`clipeval prepare parquet_classification` of `folder` with tmp_path/templates.txt."""
+    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
+    return run_cli(
+        "prepare",
+        "parquet_classification",
+        "--shards",
+        folder,
+        *options,
+        "--templates",
+        tmp_path / "templates.txt",
+        "--out",
+        tmp_path / out,
+    )
+
+
 def test_retrieval_shards_keep_each_images_bytes_and_captions_in_shard_order(tmp_path):
     folder = write_parquet_shards(tmp_path / "hub")
     assert run_cli("prepare", "parquet_retrieval", "--shards", folder, "--out", tmp_path / "d").returncode == 0
@@ -28,35 +44,14 @@ def test_retrieval_shards_keep_each_images_bytes_and_captions_in_shard_order(tmp
 
 def test_classification_shards_take_the_hubs_class_names_or_a_file(tmp_path):
     folder = write_parquet_shards(tmp_path / "hub", kind="classification")
-    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
-    result = run_cli(
-        "prepare",
-        "parquet_classification",
-        "--shards",
-        folder,
-        "--templates",
-        tmp_path / "templates.txt",
-        "--out",
-        tmp_path / "d",
-    )
+    result = prepare_classes(folder, tmp_path, "d")
     assert result.returncode == 0, result.stderr
     spec = load_classes(tmp_path / "d/classes.json")
     assert spec.classnames == list(CLASSNAMES) and spec.templates == ["a photo of a {}."]
     _, labels = load_labels(tmp_path / "d/labels.jsonl", len(CLASSNAMES))
     assert labels.tolist() == [row["label"] for row in table_rows(folder)]
     (tmp_path / "names.txt").write_text("".join(f"class {i}\n" for i in range(6)))
-    result = run_cli(
-        "prepare",
-        "parquet_classification",
-        "--shards",
-        folder,
-        "--classnames",
-        tmp_path / "names.txt",
-        "--templates",
-        tmp_path / "templates.txt",
-        "--out",
-        tmp_path / "e",
-    )
+    result = prepare_classes(folder, tmp_path, "e", "--classnames", tmp_path / "names.txt")
     assert result.returncode == 0 and load_classes(tmp_path / "e/classes.json").classnames[0] == "class 0"
 
 
@@ -111,35 +106,14 @@ def test_a_bad_shard_is_one_line_naming_it_and_writes_nothing(tmp_path, options,
 
 def test_a_label_past_the_class_names_or_no_class_names_are_refused(tmp_path):
     folder = write_parquet_shards(tmp_path / "hub", kind="classification")
-    (tmp_path / "templates.txt").write_text("a photo of a {}.\n")
     (tmp_path / "names.txt").write_text("one\ntwo\n")
-    result = run_cli(
-        "prepare",
-        "parquet_classification",
-        "--shards",
-        folder,
-        "--classnames",
-        tmp_path / "names.txt",
-        "--templates",
-        tmp_path / "templates.txt",
-        "--out",
-        tmp_path / "d",
-    )
+    result = prepare_classes(folder, tmp_path, "d", "--classnames", tmp_path / "names.txt")
     assert result.returncode == 1 and "is not a class index below 2" in result.stderr
     shard = folder / "test-00000-of-00003.parquet"
     rewrite(shard, lambda t: t.replace_schema_metadata(None))
     for path in sorted(folder.glob("*.parquet"))[1:]:
         path.unlink()
-    result = run_cli(
-        "prepare",
-        "parquet_classification",
-        "--shards",
-        folder,
-        "--templates",
-        tmp_path / "templates.txt",
-        "--out",
-        tmp_path / "e",
-    )
+    result = prepare_classes(folder, tmp_path, "e")
     assert (
         result.stderr == f"clipeval: error: {shard}: row 0: the shards name no classes for 'label'; give classnames\n"
     )
