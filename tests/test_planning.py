@@ -360,6 +360,10 @@ def test_usable_names_pass_and_the_schema_states_the_same_rule():
             "suites.mine: no model is evaluated on every one of its datasets",
         ),
         (
+            lambda c: (c.update(suites={"mine": ["cifar", "flickr"]}), c["metrics"].update(recall_at=[1, 5])),
+            "suites.mine: averages the mean recall of flickr, which needs 1, 5 and 10 in metrics.recall_at",
+        ),
+        (
             lambda c: c.update(compare={"baseline": "ghost"}),
             "compare.baseline: unknown model 'ghost' (known: tiny, b32, given)",
         ),

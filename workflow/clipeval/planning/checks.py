@@ -13,6 +13,7 @@ from pathlib import Path
 
 from clipeval.config_errors import location
 from clipeval.data.sources import FILE, FOLDER
+from clipeval.metric_catalog import has_rsum
 from clipeval.models.numerics import PORTABLE_THREADS, portable_threads_error
 from clipeval.models.pretrained import (
     HF_HUB_PREFIX,
@@ -79,6 +80,12 @@ def check_references(plan: Plan) -> None:
             evaluated(("suites", suite, index), dataset)
         if not plan.suite_models(suite):
             raise ConfigError(f"suites.{suite}: no model is evaluated on every one of its datasets")
+        retrieval = [d for d in datasets if config["datasets"][d]["task"] == "retrieval"]
+        if retrieval and not has_rsum(config["metrics"]["recall_at"]):
+            raise ConfigError(
+                f"suites.{suite}: averages the mean recall of {retrieval[0]}, which needs 1, 5 and 10 in"
+                " metrics.recall_at"
+            )
     if "baseline" in config["compare"]:
         known(("compare", "baseline"), config["compare"]["baseline"], "models")
     first_listed = {}
