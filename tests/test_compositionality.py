@@ -100,6 +100,10 @@ def test_a_feature_missing_for_an_example_is_named():
         score([Example(0, "g", (1,), (6, 7))], {1: [1.0]}, {6: [1.0]})
 
 
+def prepare_sugarcrepe(annotations, images, out, *options):
+    return run_cli("prepare", "sugarcrepe", "--annotations", annotations, "--images", images, *options, "--out", out)
+
+
 def test_sugarcrepe_splits_become_groups_and_shared_images_are_stored_once(tmp_path):
     annotations, images = write_sugarcrepe(tmp_path / "source")
     result = run_cli("prepare", "sugarcrepe", "--annotations", annotations, "--images", images, "--out", tmp_path / "d")
@@ -114,18 +118,7 @@ def test_sugarcrepe_splits_become_groups_and_shared_images_are_stored_once(tmp_p
     for example, (split, entry) in zip(examples, entries):
         assert example.group == split and example.image_ids == (files.index(entry["filename"]),)
         assert [text_of[t] for t in example.text_ids] == [entry["caption"], entry["negative_caption"]]
-    result = run_cli(
-        "prepare",
-        "sugarcrepe",
-        "--annotations",
-        annotations,
-        "--images",
-        images,
-        "--splits",
-        "swap_att",
-        "--out",
-        tmp_path / "one",
-    )
+    result = prepare_sugarcrepe(annotations, images, tmp_path / "one", "--splits", "swap_att")
     assert result.returncode == 0 and {e.group for e in load_examples(tmp_path / "one/examples.jsonl")} == {"swap_att"}
 
 
@@ -182,18 +175,7 @@ def test_a_bad_sugarcrepe_file_is_one_line_naming_it_and_writes_nothing(tmp_path
 
 def test_an_unknown_sugarcrepe_split_names_the_ones_found(tmp_path):
     annotations, images = write_sugarcrepe(tmp_path / "source")
-    result = run_cli(
-        "prepare",
-        "sugarcrepe",
-        "--annotations",
-        annotations,
-        "--images",
-        images,
-        "--splits",
-        "add_rel",
-        "--out",
-        tmp_path / "d",
-    )
+    result = prepare_sugarcrepe(annotations, images, tmp_path / "d", "--splits", "add_rel")
     assert result.stderr == f"clipeval: error: {annotations}: no split 'add_rel' (found: replace_obj, swap_att)\n"
 
 
