@@ -16,9 +16,11 @@ from clipeval.features.pixels import device_normalize, host_rows, model_input, s
 from clipeval.features.sharding import FORWARD_BLOCK, block_span, forward_blocks
 
 PRECISIONS = ("fp32", "fp16", "bf16", "amp")
-# Blocks of stored pixels read ahead of the model, and blocks a GPU may still be computing when the host asks
-# for a block's rows: enough that neither the reading nor the host's kernel launches leave the GPU waiting.
-READ_AHEAD = 2
+# Blocks of stored pixels read ahead of the model (by READERS threads: a copy releases the GIL), and blocks a
+# GPU may still be computing when the host asks for a block's rows: enough that neither the reading nor the
+# host's kernel launches leave the GPU waiting.
+READ_AHEAD = 3
+READERS = 2
 IN_FLIGHT = 3
 
 
@@ -95,17 +97,31 @@ def _lagged(items, lag: int):
 
 def _stored_blocks(pixels, normalize, first, last, *, device, dtype):
     """Blocks of the model's input made from stored pixels (features/pixels.py): the same bits. The next
-    blocks are read in a thread while the model computes this one."""
-    pin = torch.device(device).type == "cuda"
+    blocks are read in threads while the model computes this one."""
+    on_gpu = torch.device(device).type == "cuda"
     normalize = device_normalize(normalize, device)
+    # Copies to the GPU on a stream of their own run beside the model's kernels rather than between them.
+    upload = torch.cuda.Stream(device) if on_gpu else None
 
     def read(position):
-        return host_rows(pixels.rows(position, min(position + FORWARD_BLOCK, last)), pin)
+        return host_rows(pixels.rows(position, min(position + FORWARD_BLOCK, last)), on_gpu)
 
-    with ThreadPoolExecutor(max_workers=1) as reader:
+    with ThreadPoolExecutor(max_workers=READERS) as reader:
         reads = (reader.submit(read, position) for position in range(first, last, FORWARD_BLOCK))
         for rows in _lagged(reads, READ_AHEAD):
-            yield model_input(rows.result(), normalize, device, dtype)
+            yield model_input(_on_device(rows.result(), device, upload), normalize, device, dtype)
+
+
+def _on_device(rows, device, upload):
+    """`rows` copied to `device`; on a GPU through the stream `upload`, which the model's stream then waits for."""
+    if upload is None:
+        return rows
+    with torch.cuda.stream(upload):
+        copied = rows.to(device, non_blocking=True)
+    compute = torch.cuda.current_stream(device)
+    compute.wait_stream(upload)
+    copied.record_stream(compute)  # its memory is not reused until the model's stream is done with it
+    return copied
 
 
 def _unit_rows_on_host(model, blocks, device):

@@ -97,11 +97,15 @@ class ArrayOf:
 
 def host_rows(rows: np.ndarray, pin: bool):
     """A block of stored rows copied into a tensor of its own (memory-mapped rows are read-only), pinned for an
-    asynchronous copy to a GPU."""
+    asynchronous copy to a GPU. Pinned rows are copied once, straight into page-locked memory: at a GPU's fp16
+    speed a second copy of each block on the host is what the GPU would wait for."""
     import torch
 
-    tensor = torch.from_numpy(np.array(rows))
-    return tensor.pin_memory() if pin else tensor
+    if not pin:
+        return torch.from_numpy(np.array(rows))
+    tensor = torch.empty(rows.shape, dtype=torch.uint8, pin_memory=True)
+    np.copyto(tensor.numpy(), rows)
+    return tensor
 
 
 def device_normalize(normalize, device: str):
