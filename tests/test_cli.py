@@ -484,8 +484,7 @@ def test_compare_models_refuses_a_file_that_is_not_a_ranks_record(chain, tmp_pat
     )
     assert_one_line_error(
         result,
-        f"{chain / 'scores/retrieval.json'}: not a ranks record (score-retrieval and"
-        " score-classification write one with --ranks-output)",
+        f"{chain / 'scores/retrieval.json'}: not a ranks record (the score commands write one with --ranks-output)",
         tmp_path / "c.json",
     )
 

@@ -49,7 +49,7 @@ def test_the_valid_config_has_no_error():
     [
         (
             lambda c: c.update(extrakt={}),
-            "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, replace, report, suites)",
+            "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, probe, replace, report, suites)",
         ),
         (lambda c: c.update(compare={"baselin": "tiny"}), "compare: unknown key 'baselin' (allowed: baseline)"),
         (lambda c: c.pop("models"), "the config: 'models' is a required property"),

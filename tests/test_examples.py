@@ -11,6 +11,7 @@ from conftest import REPO
 from clipeval.config_errors import config_error
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.models.pretrained import is_checkpoint_path
+from clipeval.planning.plan import EVALUATED_TASKS
 
 EXAMPLES = sorted((REPO / "config/examples").glob("*.yaml"))
 
@@ -30,6 +31,7 @@ def test_there_are_examples():
         "local-checkpoint",
         "checkpoint-series",
         "precomputed-features",
+        "probe-cifar10",
     }
 
 
@@ -150,8 +152,9 @@ def test_every_example_plans_a_score_for_each_model_and_dataset(tmp_path, path):
     config = yaml.safe_load(path.read_text())
     create_named_inputs(workdir, config)
     planned = planned_jobs(workdir, "--configfile", f"config/examples/{path.name}")
-    scored = sum(planned.get(f"score_{task}", 0) for task in ("retrieval", "classification", "compositionality"))
-    assert scored == model_count(config) * len(config["datasets"]) and planned["all"] == 1
+    scored = sum(planned.get(f"score_{task}", 0) for task in EVALUATED_TASKS)
+    evaluated = [name for name, entry in config["datasets"].items() if entry["task"] in EVALUATED_TASKS]
+    assert scored == model_count(config) * len(evaluated) and planned["all"] == 1
 
 
 def test_the_examples_and_the_default_experiment_can_share_one_results_folder():

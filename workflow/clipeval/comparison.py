@@ -11,6 +11,7 @@ import numpy as np
 from clipeval.classification.metrics import class_samples, classification_statistic
 from clipeval.compositionality.metrics import compositionality_statistic, group_samples
 from clipeval.errors import ClipevalError
+from clipeval.probe.metrics import probe_samples, probe_statistic
 from clipeval.retrieval.directions import DIRECTIONS
 from clipeval.retrieval.metrics import rank_samples, retrieval_statistic
 from clipeval.statistics.bootstrap import bootstrap_record, difference, percentile_intervals
@@ -39,6 +40,10 @@ def check_pairable(first: dict, second: dict, second_path) -> None:
             )
     elif first["task"] == "compositionality":
         _require_same(first, second, second_path, ("groups", "example_ids", "group_of"), "examples")
+    elif first["task"] == "probe":
+        _require_same(
+            first, second, second_path, ("image_ids", "labels", "num_classes", "shots", "seeds"), "images or shots"
+        )
     else:
         _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
 
@@ -59,6 +64,13 @@ def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
         samples = {"examples": [np.column_stack(groups) for groups in zip(*parts)]}
         macro = first.get("macro_groups")
         return samples, [compositionality_statistic(first["groups"], i, macro) for i in models]
+    if first["task"] == "probe":
+        # The labels, then each model's predictions (a column per shots and seed), model after model.
+        parts = [probe_samples(record)["images"][0] for record in records]
+        rows = np.column_stack([parts[0], *(part[:, 1:] for part in parts[1:])])
+        width = parts[0].shape[1] - 1
+        shots, seeds, num_classes = first["shots"], first["seeds"], first["num_classes"]
+        return {"images": [rows]}, [probe_statistic(shots, seeds, num_classes, 1 + i * width) for i in models]
     # (rank, label) of the first model, then each other model's rank: model i's ranks are column i + 1.
     rows = np.column_stack([class_samples(first)["images"][0], *(record["ranks"] for record in records[1:])])
     num_classes = first["num_classes"]

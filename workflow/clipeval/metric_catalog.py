@@ -21,8 +21,18 @@ RSUM_KS = (1, 5, 10)
 DIRECTIONS = {"t2i": "text → image", "i2t": "image → text"}
 # Each task's headline metric: the summary's averages over datasets (as OpenCLIP
 # reports its "average over N datasets") and the experiment listing show it.
-MAIN_METRIC = {"retrieval": "mean_recall", "classification": "top1", "compositionality": "text_score"}
-MAIN_METRIC_LABEL = {"retrieval": "mean recall", "classification": "top-1", "compositionality": "text score"}
+MAIN_METRIC = {
+    "retrieval": "mean_recall",
+    "classification": "top1",
+    "compositionality": "text_score",
+    "probe": "probe_top1",
+}
+MAIN_METRIC_LABEL = {
+    "retrieval": "mean recall",
+    "classification": "top-1",
+    "compositionality": "text score",
+    "probe": "probe top-1",
+}
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,7 @@ class Metric:
     label: str
     group: str = ""  # the report table's column group
     higher_is_better: bool = True
+    compared: bool = True  # False: not a paired comparison's (a spread over seeds)
 
 
 def recall_key(k: int) -> str:
@@ -102,8 +113,26 @@ COMPOSITIONALITY_METRICS = [
     Metric("group_score", "group score"),
     Metric("macro_text_score", "macro text score"),
 ]
+# A linear probe's at its largest number of shots (probe/metrics.py): the mean over seeds, and its spread.
+PROBE_METRICS = [
+    Metric("probe_top1", "probe top-1"),
+    Metric("probe_top1_sd", "top-1 spread over seeds", compared=False),
+    Metric("probe_mean_per_class_recall", "probe mean per-class recall"),
+    Metric("probe_mean_per_class_recall_sd", "recall spread over seeds", compared=False),
+]
+# The columns of a probe's table by number of shots.
+PROBE_SHOT_METRICS = [
+    Metric("top1", "top-1"),
+    Metric("top1_sd", "top-1 spread", compared=False),
+    Metric("mean_per_class_recall", "mean per-class recall"),
+    Metric("mean_per_class_recall_sd", "recall spread", compared=False),
+]
 # Every task's metrics but retrieval's, whose columns follow its K values.
-FIXED_METRICS = {"classification": CLASSIFICATION_METRICS, "compositionality": COMPOSITIONALITY_METRICS}
+FIXED_METRICS = {
+    "classification": CLASSIFICATION_METRICS,
+    "compositionality": COMPOSITIONALITY_METRICS,
+    "probe": PROBE_METRICS,
+}
 
 
 def compared_metrics(task: str, ks=DEFAULT_RECALL_AT, with_rsum=True) -> list[Metric]:
@@ -111,7 +140,7 @@ def compared_metrics(task: str, ks=DEFAULT_RECALL_AT, with_rsum=True) -> list[Me
     times over, in the forest plot): each direction's smallest R@K and, where defined, Rsum and mean recall;
     every metric for the other tasks."""
     if task != "retrieval":
-        return list(FIXED_METRICS[task])
+        return [metric for metric in FIXED_METRICS[task] if metric.compared]
     first = recall_key(min(ks))
     shown = [Metric(f"{d}_{first}", f"{group.replace(' ', '')} {first}") for d, group in DIRECTIONS.items()]
     if has_rsum(ks):

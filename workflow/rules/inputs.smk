@@ -267,6 +267,20 @@ def classification_score_inputs(wildcards):
     }
 
 
+def probe_score_inputs(wildcards):
+    train = PLAN.probe_train_split(wildcards.dataset)
+    return {
+        "train_feats": PLAN.feature_files(wildcards.model, train)["images"],
+        "train_labels": PLAN.artifact("dataset_labels", dataset=train),
+        "train_classes": PLAN.artifact("dataset_classes", dataset=train),
+        "image_feats": PLAN.feature_files(wildcards.model, wildcards.dataset)["images"],
+        "labels": PLAN.artifact("dataset_labels", dataset=wildcards.dataset),
+        "classes": PLAN.artifact("dataset_classes", dataset=wildcards.dataset),
+        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
+        "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
+    }
+
+
 # --- compare (compare.smk)
 
 
@@ -437,6 +451,7 @@ def report_files():
         for dataset in PLAN.evaluated_datasets("compositionality")
         for model in PLAN.models_on(dataset)
     ]
+    files += [PLAN.artifact("probe_plot", dataset=dataset) for dataset in PLAN.evaluated_datasets("probe")]
     files += [PLAN.artifact("forest_plot", dataset=dataset) for dataset in PLAN.compared_models()]
     files += [PLAN.artifact("series_plot", series=series) for series in PLAN.checkpoint_series()]
     files += [PLAN.artifact("suite_plot", suite=suite) for suite in PLAN.suites()]

@@ -97,6 +97,32 @@ rule plot_classification:
         " --class-recall {output.recall:q} > {log:q} 2>&1"
 
 
+rule plot_probe:
+    input:
+        dataset_scores,
+    output:
+        figure=report(
+            PLAN.experiment_artifact("probe_plot"),
+            caption="../report/probe.rst",
+            category="{dataset}",
+            subcategory="all models",
+            labels={"figure": "linear probe by shots"},
+        ),
+        data=PLAN.experiment_artifact("probe_plot_data"),
+    log:
+        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/probe.log",
+    wildcard_constraints:
+        dataset=names_matching(PLAN.evaluated_datasets("probe")),
+    conda:
+        ENV_FILE
+    params:
+        arguments=dataset_plot_arguments,
+        code=code_fingerprint("plot-probe"),
+    shell:
+        "python -m clipeval plot-probe --dataset {wildcards.dataset:q} --arguments-file {params.arguments:q}"
+        " --output {output.figure:q} > {log:q} 2>&1"
+
+
 rule plot_comparisons:
     input:
         PLAN.experiment_artifact("comparisons"),

@@ -19,15 +19,28 @@ class ClassificationInputs:
     labels: np.ndarray  # each image's class index, in image feature order
 
 
-def load_classification_inputs(classes_path, labels_path, image_feats, class_feats) -> ClassificationInputs:
-    """A classification dataset's classes and labels with a model's image and class features, checked
-    against each other (every problem names its file)."""
+@dataclass(frozen=True)
+class LabelledImages:
+    spec: ClassSpec
+    image_ids: np.ndarray
+    images: np.ndarray  # image features, one row per image id
+    labels: np.ndarray  # each image's class index, in image feature order
+
+
+def load_labelled_images(classes_path, labels_path, image_feats) -> LabelledImages:
+    """A classification dataset's classes and labels with a model's image features, every image labelled."""
     spec = load_classes(classes_path)
     label_ids, labels = load_labels(labels_path, len(spec.classnames))
     image_ids, images = read_features(image_feats, "image_id")
+    return LabelledImages(spec, image_ids, images, align_labels(image_ids, label_ids, labels, image_feats))
+
+
+def load_classification_inputs(classes_path, labels_path, image_feats, class_feats) -> ClassificationInputs:
+    """A classification dataset's classes and labels with a model's image and class features, checked
+    against each other (every problem names its file)."""
+    labelled = load_labelled_images(classes_path, labels_path, image_feats)
     class_ids, classes = read_features(class_feats, "class_id")
-    if class_ids.tolist() != list(range(len(spec.classnames))):
-        raise ClipevalError(f"{class_feats}: expected class_id 0 to {len(spec.classnames) - 1} in order")
-    check_same_dimension(image_feats, images, class_feats, classes)
-    truth = align_labels(image_ids, label_ids, labels, image_feats)
-    return ClassificationInputs(spec, image_ids, images, classes, truth)
+    if class_ids.tolist() != list(range(len(labelled.spec.classnames))):
+        raise ClipevalError(f"{class_feats}: expected class_id 0 to {len(labelled.spec.classnames) - 1} in order")
+    check_same_dimension(image_feats, labelled.images, class_feats, classes)
+    return ClassificationInputs(labelled.spec, labelled.image_ids, labelled.images, classes, labelled.labels)

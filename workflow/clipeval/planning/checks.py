@@ -29,6 +29,8 @@ from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
 # component, a wildcard value and a word of job command lines. config/schema.yaml's
 # `name` says the same; Python's `$` there also lets a trailing newline through.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# The tasks of a dataset a probe may be fitted on.
+PROBE_TRAIN_TASKS = ("classification", "probe_train")
 NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters"
 
 
@@ -64,13 +66,36 @@ def check_references(plan: Plan) -> None:
         if task not in EVALUATED_TASKS:
             raise ConfigError(f"{location(key)}: dataset {dataset!r} has task {task!r}, which is not evaluated")
 
+    for name, entry in config["datasets"].items():
+        key = ("datasets", name, "train_split")
+        if entry["task"] != "probe":
+            if "train_split" in entry:
+                raise ConfigError(f"{location(key)}: only a dataset of task probe names a train split")
+            continue
+        if "train_split" not in entry:
+            raise ConfigError(f"{location(key)}: a probe dataset names the dataset its classifier is fitted on")
+        known(key, entry["train_split"], "datasets")
+        task = config["datasets"][entry["train_split"]]["task"]
+        if task not in PROBE_TRAIN_TASKS:
+            raise ConfigError(
+                f"{location(key)}: dataset {entry['train_split']!r} has task {task!r}; a train split is a"
+                f" classification dataset ({' or '.join(PROBE_TRAIN_TASKS)})"
+            )
     for name, entry in config["models"].items():
         if "train" in entry:
             known(("models", name, "train", "dataset"), entry["train"]["dataset"], "datasets")
         for dataset, files in entry.get("features", {}).items():
+            if config["datasets"].get(dataset, {}).get("task") in PROBE_TRAIN_TASKS[1:]:
+                continue  # a probe's train split: its images are all it needs
             evaluated(("models", name, "features", dataset), dataset)
             task = config["datasets"][dataset]["task"]
-            needed = {"retrieval": "texts", "classification": "classes", "compositionality": "texts"}[task]
+            if task == "probe" and config["datasets"][dataset]["train_split"] not in entry["features"]:
+                raise ConfigError(
+                    f"{location(('models', name, 'features', dataset))}: a probe dataset needs features of its"
+                    f" train split {config['datasets'][dataset]['train_split']!r} too"
+                )
+            needed = {"retrieval": "texts", "classification": "classes", "compositionality": "texts", "probe": "images"}
+            needed = needed[task]
             if needed not in files:
                 raise ConfigError(
                     f"{location(('models', name, 'features', dataset))}: a {task} dataset needs {needed!r} features"

@@ -18,9 +18,9 @@ from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_art
 from clipeval.planning.keys import definition_key
 from clipeval.planning.series import SERIES_KEY
 
-EVALUATED_TASKS = ("retrieval", "classification", "compositionality")
+EVALUATED_TASKS = ("retrieval", "classification", "compositionality", "probe")
 # Dataset keys that say how a dataset is scored, not what is in it.
-SCORING_KEYS = ("task", "protocol")
+SCORING_KEYS = ("task", "protocol", "train_split")
 # Every source format (workflow/clipeval/data/sources/), by its config name.
 SOURCE_FORMATS = {name: source_format(name) for name in format_names()}
 
@@ -158,6 +158,15 @@ class Plan:
             and (not self.is_features_model(model) or dataset in self.config["models"][model]["features"])
         ]
 
+    def extracted_pairs(self) -> list[tuple[str, str]]:
+        """The evaluation pairs, each probe's followed by its model on the probe's train split (once)."""
+        pairs = []
+        for model, dataset in self.evaluation_pairs():
+            pairs.append((model, dataset))
+            if self.dataset(dataset)["task"] == "probe":
+                pairs.append((model, self.probe_train_split(dataset)))
+        return list(dict.fromkeys(pairs))
+
     def evaluated_datasets(self, task: str) -> list[str]:
         """The datasets of one task that some model is evaluated on, in config order."""
         pairs = {dataset for _, dataset in self.evaluation_pairs()}
@@ -212,6 +221,8 @@ class Plan:
     def scoring_settings(self, dataset: str) -> dict:
         """The settings beyond the model and dataset entries that shape a pair's predictions and scores."""
         metrics = {key: self.config["metrics"][key] for key in ("bootstrap", "bootstrap_seed")}
+        if self.dataset(dataset)["task"] == "probe":
+            return {"metrics": metrics, "probe": self.config["probe"]}
         if self.dataset(dataset)["task"] != "retrieval":
             return {"metrics": metrics}
         metrics.update(self.config["metrics"], protocol=self.retrieval_protocol(dataset))
@@ -232,7 +243,7 @@ class Plan:
                 "checkpoints": {name: self.artifact("checkpoint", model=name) for name in self.training_keys},
                 "features": {
                     f"{model} on {dataset}": _folder(self.feature_files(model, dataset)["images"])
-                    for model, dataset in pairs
+                    for model, dataset in self.extracted_pairs()
                     if not self.is_features_model(model)
                 },
                 "predictions": {
@@ -278,6 +289,19 @@ class Plan:
             kind: self.artifact(f"{item}_features", model=model, dataset=dataset)
             for kind, item in (("images", "image"), ("texts", "text"), ("classes", "class"))
         }
+
+    def probe_train_split(self, dataset: str) -> str:
+        """The dataset a probe's classifier is fitted on (a probe dataset's train_split)."""
+        return self.dataset(dataset)["train_split"]
+
+    def probe_options(self) -> list[str]:
+        settings = self.config["probe"]
+        return [
+            *("--shots", *(str(shots) for shots in settings["shots"])),
+            *("--seeds", str(settings["seeds"]), "--validation", str(settings["validation"])),
+            *("--regularization", *(repr(float(value)) for value in settings["regularization"])),
+            *("--max-iterations", str(settings["max_iterations"])),
+        ]
 
     def score_file(self, model: str, dataset: str, kind: str = "scores") -> str:
         """A score artifact (kind: scores or ranks) of the dataset's task."""

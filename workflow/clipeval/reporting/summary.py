@@ -17,6 +17,8 @@ from clipeval.metric_catalog import (
     DIRECTIONS,
     FIXED_METRICS,
     MAIN_METRIC,
+    PROBE_METRICS,
+    PROBE_SHOT_METRICS,
     compared_metrics,
     has_rsum,
     ranking_ks,
@@ -62,16 +64,28 @@ def _row_ks(rows: list[dict], ks_of) -> set[int]:
     return {k for row in rows for d in DIRECTIONS for k in ks_of({c[len(d) + 1 :] for c in row if c[: len(d)] == d})}
 
 
-def group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
-    """A compositionality result's rows per group (SugarCrepe's splits, Winoground's tags), with intervals."""
-    intervals = (metrics.get("intervals") or {}).get("groups", {})
+def breakdown_rows(model: str, dataset: str, metrics: dict, key: str, label: str) -> list[dict]:
+    """A result's rows per part of its `key` breakdown (each row naming the part under `label`), with
+    intervals."""
+    intervals = (metrics.get("intervals") or {}).get(key, {})
     rows = []
-    for group, values in metrics.get("groups", {}).items():
-        row = {"model": model, "dataset": dataset, "group": group, **values}
-        for column, interval in intervals.get(group, {}).items():
+    for part, values in metrics.get(key, {}).items():
+        numbers = {name: value for name, value in values.items() if not isinstance(value, list | dict)}
+        row = {"model": model, "dataset": dataset, label: part, **numbers}
+        for column, interval in intervals.get(part, {}).items():
             row[f"{column}_ci_low"], row[f"{column}_ci_high"] = interval if interval else (None, None)
         rows.append(row)
     return rows
+
+
+def group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
+    """A compositionality result's rows per group (SugarCrepe's splits, Winoground's tags), with intervals."""
+    return breakdown_rows(model, dataset, metrics, "groups", "group")
+
+
+def shot_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
+    """A linear probe's rows per number of shots: means over seeds, spreads and intervals."""
+    return breakdown_rows(model, dataset, metrics, "shots", "shots") if metrics.get("task") == "probe" else []
 
 
 def row_recall_ks(rows: list[dict]) -> list[int]:
@@ -86,10 +100,10 @@ def row_ranking_ks(rows: list[dict]) -> list[int]:
 
 
 def metric_columns(rows: list[dict]) -> list[str]:
-    """Retrieval's columns for the rows' K values, then classification's and compositionality's: the catalogue's
-    order."""
+    """Retrieval's columns for the rows' K values, then classification's, compositionality's and the probe's:
+    the catalogue's order."""
     retrieval = retrieval_metrics(row_recall_ks(rows), row_ranking_ks(rows))
-    return [m.column for m in [*retrieval, *CLASSIFICATION_METRICS, *COMPOSITIONALITY_METRICS]]
+    return [m.column for m in [*retrieval, *CLASSIFICATION_METRICS, *COMPOSITIONALITY_METRICS, *PROBE_METRICS]]
 
 
 def columns_for(rows: list[dict]) -> list[str]:
@@ -292,7 +306,7 @@ def suites_markdown(suites: list[dict]) -> list[str]:
     return lines
 
 
-def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=()) -> str:
+def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=(), shots=()) -> str:
     lines = ["# Results", "", "Percentages; 95% bootstrap intervals in brackets where computed.", ""]
     lines += headline_lines(rows)
     lines += ["", "## Every metric"]
@@ -307,6 +321,10 @@ def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=()
         shown = [m.column for m in COMPOSITIONALITY_METRICS if any(m.column in row for row in groups)]
         lines += ["", "### Compositionality by group", ""]
         lines += markdown_table(list(groups), ["model", "dataset", "group", *shown])
+    if shots:
+        columns = ["model", "dataset", "shots", *(m.column for m in PROBE_SHOT_METRICS)]
+        lines += ["", "### Linear probe by shots", "", "Means over seeds; the spread is their standard deviation.", ""]
+        lines += markdown_table(list(shots), columns)
     if averages:
         lines += ["", "## Average over datasets", ""]
         lines += markdown_table(averages, ["model", "task", "metric", "datasets", "average"])
@@ -343,6 +361,7 @@ def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths
     results = [(model, dataset, read_json(path)) for model, dataset, path in entries]
     rows = [summary_row(*result) for result in results]
     groups = [row for result in results for row in group_rows(*result)]
+    shots = [row for result in results for row in shot_rows(*result)]
     by_step = series_rows(rows, series or {})
     averages = average_rows(rows)
     comparisons = []
@@ -361,5 +380,5 @@ def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths
         render_csv([{**row, "best": "yes" if row["best"] else "no"} for row in by_step], SERIES_COLUMNS),
     )
     suites = [read_json(path) for path in suite_paths]
-    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step, groups, suites))
+    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step, groups, suites, shots))
     return rows

@@ -15,6 +15,8 @@ from clipeval.metric_catalog import (
     CLASSIFICATION_METRICS,
     COMPOSITIONALITY_METRICS,
     DIRECTIONS,
+    PROBE_METRICS,
+    PROBE_SHOT_METRICS,
     RANKING_METRICS,
     ranking_key,
     recall_key,
@@ -25,6 +27,7 @@ from clipeval.reporting.summary import (
     group_rows,
     row_ranking_ks,
     row_recall_ks,
+    shot_rows,
     suite_rows,
     summary_row,
 )
@@ -45,6 +48,8 @@ def retrieval_columns(ks, ranking_at=()) -> list[tuple]:
 
 CLASSIFICATION_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in CLASSIFICATION_METRICS]
 COMPOSITIONALITY_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in COMPOSITIONALITY_METRICS]
+PROBE_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in PROBE_METRICS]
+PROBE_SHOT_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in PROBE_SHOT_METRICS]
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin-bottom: 2em; font-size: 14px; }
@@ -154,6 +159,14 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]], suite_pat
         for row in groups:  # each group a table row of its own, as a dataset's
             row["dataset"] = f"{row['dataset']}: {row['group']}"
         sections.append(metric_table("compositionality-groups", groups, shown, "Compositionality by group"))
+    probes = [row for row in rows if row["task"] == "probe"]
+    if probes:
+        caption = "Linear probe (the most shots; spread over seeds)"
+        sections.append(metric_table("probe", probes, PROBE_COLUMNS, caption))
+        by_shots = [row for result in results for row in shot_rows(*result)]
+        for row in by_shots:  # each number of shots a table row of its own, as a dataset's
+            row["dataset"] = f"{row['dataset']}: {row['shots']}-shot" if row["shots"] != "all" else row["dataset"]
+        sections.append(metric_table("probe-shots", by_shots, PROBE_SHOT_COLUMNS, "Linear probe by shots"))
     averages = [
         {
             "model": a["model"],

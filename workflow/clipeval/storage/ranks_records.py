@@ -8,6 +8,7 @@ RECORD_KEYS = {
     "retrieval": ("protocol", "folds", "recall_at", "ranking_at", "t2i", "i2t"),
     "classification": ("num_classes", "image_ids", "labels", "ranks"),
     "compositionality": ("groups", "example_ids", "group_of", "outcomes", "choices"),
+    "probe": ("num_classes", "image_ids", "labels", "shots", "seeds", "predictions"),
 }
 
 
@@ -16,7 +17,5 @@ def read_ranks_record(path) -> dict:
     record = read_json(path)
     keys = RECORD_KEYS.get(record.get("task"))
     if keys is None or any(key not in record for key in keys):
-        raise ClipevalError(
-            f"{path}: not a ranks record (score-retrieval and score-classification write one with --ranks-output)"
-        )
+        raise ClipevalError(f"{path}: not a ranks record (the score commands write one with --ranks-output)")
     return record

@@ -1,0 +1,58 @@
+from pathlib import Path
+
+from clipeval.commands._options import add_score_output_options, at_least
+
+HELP = "linear probe: logistic regression on frozen image features, few-shot and full, top-1 and per-class recall"
+LIBRARIES = ("numpy",)
+
+
+def shots_value(text: str):
+    """An argparse type: a positive number of images per class, or `all`."""
+    from clipeval.probe.protocol import ALL
+
+    return ALL if text == ALL else at_least(1)(text)
+
+
+def add_arguments(parser):
+    parser.add_argument("--train-feats", type=Path, required=True, help="the train split's image features")
+    parser.add_argument("--train-labels", type=Path, required=True, help="the train split's labels.jsonl")
+    parser.add_argument("--train-classes", type=Path, required=True, help="the train split's classes.json")
+    parser.add_argument("--image-feats", type=Path, required=True, help="the test split's image features")
+    parser.add_argument("--labels", type=Path, required=True, help="the test split's labels.jsonl")
+    parser.add_argument("--classes", type=Path, required=True, help="the test split's classes.json")
+    parser.add_argument("--shots", type=shots_value, nargs="+", required=True, help="images per class, or all")
+    parser.add_argument("--seeds", type=at_least(1), required=True, help="draws per number of shots")
+    parser.add_argument("--validation", type=float, required=True, help="share of train held out under all")
+    parser.add_argument("--regularization", type=float, nargs="+", required=True, help="the L2 penalties swept")
+    parser.add_argument("--max-iterations", type=at_least(1), default=1000, help="L-BFGS steps per fit at most")
+    add_score_output_options(parser)
+
+
+def run(args):
+    from clipeval.classification.inputs import load_labelled_images
+    from clipeval.commands._options import write_scores
+    from clipeval.errors import ClipevalError
+    from clipeval.features.feature_files import check_same_dimension
+    from clipeval.probe.metrics import score_probe
+    from clipeval.probe.protocol import ProbeSettings, probe_fits
+    from clipeval.reporting.provenance import result_provenance
+
+    train = load_labelled_images(args.train_classes, args.train_labels, args.train_feats)
+    test = load_labelled_images(args.classes, args.labels, args.image_feats)
+    if train.spec.classnames != test.spec.classnames:
+        raise ClipevalError(f"{args.train_classes}: its class names differ from the test split's ({args.classes})")
+    check_same_dimension(args.train_feats, train.images, args.image_feats, test.images)
+    settings = ProbeSettings(
+        tuple(args.shots), args.seeds, args.validation, tuple(args.regularization), args.max_iterations
+    )
+    num_classes = len(test.spec.classnames)
+    fits = probe_fits(
+        train.images, train.labels, test.images, num_classes, settings, train.spec.classnames, args.train_labels
+    )
+    metrics, record = score_probe(
+        fits, test.image_ids, test.labels, num_classes, train.image_ids, settings, args.bootstrap, args.seed
+    )
+    metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
+    write_scores(args, metrics, record)
+    for label, values in metrics["shots"].items():
+        print(f"{label}-shot: top-1 {values['top1']:.2f}, mean per-class recall {values['mean_per_class_recall']:.2f}")
