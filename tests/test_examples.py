@@ -10,7 +10,7 @@ from conftest import REPO
 
 from clipeval.config_errors import config_error
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
-from clipeval.models.pretrained import is_checkpoint_path
+from clipeval.models.pretrained import is_checkpoint_path, weights_folder
 from clipeval.planning.plan import EVALUATED_TASKS
 
 EXAMPLES = sorted((REPO / "config/examples").glob("*.yaml"))
@@ -42,7 +42,7 @@ def test_example_validates_and_names_known_weights(path):
     known = set(open_clip.list_pretrained())
     header = " ".join(line.lstrip("# ") for line in path.read_text().splitlines() if line.startswith("#"))
     for name, model in config["models"].items():
-        if "pretrained" in model and not is_checkpoint_path(model["pretrained"]):
+        if model.get("pretrained") and not is_checkpoint_path(model["pretrained"]):
             assert (model["arch"], model["pretrained"]) in known, name
             # What cannot run offline before its first download says so, and what it downloads.
             assert "Needs the network on its first run" in header and f"{model['arch']} {model['pretrained']}" in header
@@ -56,6 +56,7 @@ def test_the_examples_cover_every_format_a_local_checkpoint_and_precomputed_feat
     models = [m for c in configs for m in c["models"].values()]
     assert any(is_checkpoint_path(m.get("pretrained", "")) for m in models)
     assert any("features" in m for m in models)
+    assert any(weights_folder(m.get("arch", "")) for m in models)
 
 
 def create_named_inputs(workdir, config):
@@ -71,6 +72,8 @@ def create_named_inputs(workdir, config):
                         (workdir / tracked).parent.mkdir(parents=True, exist_ok=True)
                         (workdir / tracked).touch()
     for model in config["models"].values():
+        if model.get("arch", "").startswith("hf-transformers:"):
+            (workdir / weights_folder(model["arch"])).mkdir(parents=True, exist_ok=True)
         paths = [model["pretrained"]] if is_checkpoint_path(model.get("pretrained", "")) else []
         paths += [model["checkpoints"].replace("[0-9]*", str(step)) for step in SERIES_STEPS if "checkpoints" in model]
         paths += [p for files in model.get("features", {}).values() for p in files.values()]

@@ -17,7 +17,13 @@ from open_clip.factory import load_state_dict
 
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError, first_line
-from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path, weights_folder
+from clipeval.models.pretrained import (
+    HF_HUB_PREFIX,
+    LOCAL_DIR_PREFIX,
+    is_checkpoint_path,
+    is_transformers,
+    weights_folder,
+)
 from clipeval.models.weights_fit import weights_misfit
 from clipeval.storage.digests import file_sha256, folder_sha256
 
@@ -33,6 +39,11 @@ PREPROCESS_ARGUMENTS = {
 
 
 def check_arch(arch: str) -> None:
+    if is_transformers(arch):
+        from clipeval.models.transformers_models import check_folder
+
+        check_folder(weights_folder(arch))
+        return
     if arch.startswith((HF_HUB_PREFIX, LOCAL_DIR_PREFIX)):
         return
     if arch not in open_clip.list_models():
@@ -42,6 +53,8 @@ def check_arch(arch: str) -> None:
 def check_pretrained(arch: str, pretrained: str | None) -> None:
     if not pretrained:
         return
+    if is_transformers(arch):
+        raise ClipevalError(f"a transformers folder holds its own weights: give pretrained: '' (not {pretrained!r})")
     if is_checkpoint_path(pretrained):
         if not Path(pretrained).is_file():
             raise ClipevalError(f"{pretrained}: checkpoint file not found (model arch {arch})")
@@ -154,6 +167,8 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     unknown = set(preprocess) - set(PREPROCESS_ARGUMENTS)
     if unknown:
         raise ClipevalError(f"unknown preprocess option(s): {', '.join(sorted(unknown))}")
+    if is_transformers(arch):
+        return _transformers_model(arch, pretrained, device, preprocess)
     check_arch(arch)
     check_pretrained(arch, pretrained)
     local = bool(pretrained) and is_checkpoint_path(pretrained)
@@ -199,6 +214,15 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
         raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None
     model.eval()
     return model, transform, open_clip.get_tokenizer(arch)
+
+
+def _transformers_model(arch, pretrained, device, preprocess):
+    from clipeval.models.transformers_models import build_transformers_model
+
+    check_pretrained(arch, pretrained)
+    if preprocess:
+        raise ClipevalError(f"{arch}: a transformers folder's preprocessing is its image processor's; no preprocess")
+    return build_transformers_model(weights_folder(arch), device)
 
 
 def weights_identity(arch: str, pretrained: str | None) -> str:

@@ -8,6 +8,7 @@ from open_clip.transform import PreprocessCfg, image_transform_v2
 from clipeval.errors import first_line
 from clipeval.features.pixels import model_recipe
 from clipeval.models.build import PREPROCESS_ARGUMENTS
+from clipeval.models.pretrained import is_transformers
 from clipeval.models.weights_fit import empty_model
 
 
@@ -21,7 +22,10 @@ def preprocess_config(arch: str, pretrained: str | None, preprocess=None) -> dic
 
 
 def pixel_recipe(arch: str, pretrained: str | None, preprocess=None) -> str | None:
-    """The pixel recipe of a model's eval preprocessing (features/pixels.py), None where it has none."""
+    """The pixel recipe of a model's eval preprocessing (features/pixels.py), None where it has none (a
+    transformers folder's image processor is not open_clip's steps)."""
+    if is_transformers(arch):
+        return None
     try:
         config = preprocess_config(arch, pretrained, preprocess)
     except Exception as error:  # a model that cannot be built so is extracted without the pixel stage

@@ -1,11 +1,11 @@
 """Where a model's weights come from: an open_clip pretrained tag, a checkpoint path, or a folder that the
-arch names (open_clip's `local-dir:DIR`, or `hf-hub:ORG/REPO` in the Hugging Face cache). No heavy imports:
-the workflow's planning (common.smk) uses it too."""
+arch names (open_clip's `local-dir:DIR`, `hf-hub:ORG/REPO` in the Hugging Face cache, or a transformers CLIP or
+SigLIP folder, `hf-transformers:DIR`). No heavy imports: the workflow's planning (common.smk) uses it too."""
 
 from pathlib import Path
 
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".npz", ".ckpt")
-LOCAL_DIR_PREFIX, HF_HUB_PREFIX = "local-dir:", "hf-hub:"
+LOCAL_DIR_PREFIX, HF_HUB_PREFIX, TRANSFORMERS_PREFIX = "local-dir:", "hf-hub:", "hf-transformers:"
 
 
 def is_checkpoint_path(pretrained: str) -> bool:
@@ -31,10 +31,15 @@ def hub_snapshot(repo: str) -> Path | None:
 
 
 def weights_folder(arch: str) -> Path | None:
-    """The folder an arch loads its weights (and config) from, if it names one: local-dir's, or the cached
-    snapshot of an hf-hub model (None when it is not cached)."""
-    if arch.startswith(LOCAL_DIR_PREFIX):
-        return Path(arch[len(LOCAL_DIR_PREFIX) :])
+    """The folder an arch loads its weights (and config) from, if it names one: local-dir's or hf-transformers',
+    or the cached snapshot of an hf-hub model (None when it is not cached)."""
+    for prefix in (LOCAL_DIR_PREFIX, TRANSFORMERS_PREFIX):
+        if arch.startswith(prefix):
+            return Path(arch[len(prefix) :])
     if arch.startswith(HF_HUB_PREFIX):
         return hub_snapshot(arch[len(HF_HUB_PREFIX) :])
     return None
+
+
+def is_transformers(arch: str) -> bool:
+    return arch.startswith(TRANSFORMERS_PREFIX)

@@ -18,6 +18,7 @@ from clipeval.models.numerics import PORTABLE_THREADS, portable_threads_error
 from clipeval.models.pretrained import (
     HF_HUB_PREFIX,
     LOCAL_DIR_PREFIX,
+    TRANSFORMERS_PREFIX,
     hub_snapshot_parent,
     is_checkpoint_path,
     weights_folder,
@@ -162,8 +163,8 @@ def check_inputs(plan: Plan) -> None:
     ]
     for name, entry in config["models"].items():
         arch = entry.get("arch", "")
-        if arch.startswith(LOCAL_DIR_PREFIX):
-            named.append((("models", name, "arch"), arch[len(LOCAL_DIR_PREFIX) :], FOLDER))
+        if arch.startswith((LOCAL_DIR_PREFIX, TRANSFORMERS_PREFIX)):
+            named.append((("models", name, "arch"), str(weights_folder(arch)), FOLDER))
         if arch.startswith(HF_HUB_PREFIX) and weights_folder(arch) is None:
             repo = arch[len(HF_HUB_PREFIX) :]
             raise ConfigError(

@@ -1,0 +1,96 @@
+"""Hugging Face transformers CLIP and SigLIP models from a local folder (`save_pretrained`'s output), as open_clip
+models: encode_image, encode_text, the eval preprocess and a tokenizer, each the folder's own.
+
+The folder names its architecture in config.json (`model_type`), its image
+processor in preprocessor_config.json and its tokenizer in the tokenizer's
+files; nothing is downloaded (local_files_only). Captions are padded to the
+text tower's length, as both were trained: CLIP's causal attention leaves the
+end-of-text token's output untouched by the padding after it, and SigLIP
+reads the last position of a caption padded to its length.
+"""
+
+from pathlib import Path
+
+import torch
+
+from clipeval.errors import ClipevalError, first_line
+
+MODEL_TYPES = ("clip", "siglip", "siglip2")
+FOLDER_FILES = ("config.json", "preprocessor_config.json")
+
+
+def _features(output) -> torch.Tensor:
+    """get_*_features' projected features: a tensor (transformers 4) or the output's pooler_output (5)."""
+    return output if torch.is_tensor(output) else output.pooler_output
+
+
+class TransformersClip(torch.nn.Module):
+    """A transformers CLIP or SigLIP model with open_clip's encode_image and encode_text."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def encode_image(self, pixels: torch.Tensor) -> torch.Tensor:
+        return _features(self.model.get_image_features(pixel_values=pixels))
+
+    def encode_text(self, tokens: torch.Tensor) -> torch.Tensor:
+        return _features(self.model.get_text_features(input_ids=tokens))
+
+
+class ImageProcessorTransform:
+    """The folder's image processor, one PIL image to a channels-first float32 tensor (picklable for loader
+    workers)."""
+
+    def __init__(self, processor):
+        self.processor = processor
+
+    def __call__(self, image) -> torch.Tensor:
+        return self.processor(images=image.convert("RGB"), return_tensors="pt")["pixel_values"][0].float()
+
+
+class PaddedTokenizer:
+    """The folder's tokenizer, captions padded (and cut) to the text tower's length."""
+
+    def __init__(self, tokenizer, length: int):
+        self.tokenizer, self.context_length = tokenizer, length
+
+    def __call__(self, texts: list[str]) -> torch.Tensor:
+        encoded = self.tokenizer(
+            list(texts), padding="max_length", max_length=self.context_length, truncation=True, return_tensors="pt"
+        )
+        return encoded["input_ids"]
+
+
+def check_folder(folder: Path) -> None:
+    """The files a transformers model folder needs, and a model type clipeval reads, or one line saying which."""
+    if not folder.is_dir():
+        raise ClipevalError(f"{folder}: model folder not found")
+    for name in FOLDER_FILES:
+        if not (folder / name).is_file():
+            raise ClipevalError(f"{folder}: no {name} (a transformers model folder, as save_pretrained writes it)")
+    import json
+
+    try:
+        model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError) as error:
+        raise ClipevalError(f"{folder / 'config.json'}: not a model config ({type(error).__name__})") from None
+    if model_type not in MODEL_TYPES:
+        raise ClipevalError(
+            f"{folder / 'config.json'}: model_type {model_type!r} is not one clipeval reads ({', '.join(MODEL_TYPES)})"
+        )
+
+
+def build_transformers_model(folder: Path, device: str = "cpu"):
+    """(model in eval mode, eval preprocess, tokenizer) of a local transformers CLIP or SigLIP folder."""
+    from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+
+    check_folder(folder)
+    try:
+        model = AutoModel.from_pretrained(folder, local_files_only=True, dtype=torch.float32)
+        processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except (OSError, ValueError, KeyError) as error:
+        raise ClipevalError(f"{folder}: cannot load the transformers model: {first_line(error)}") from None
+    tokens = PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings)
+    return TransformersClip(model).to(device).eval(), ImageProcessorTransform(processor), tokens
