@@ -20,6 +20,9 @@ $(INSTALLED): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip uninstall -y -q faiss-cpu faiss-gpu
 	$(BIN)/python -m pip install -c constraints.txt -e '.[test,$(FAISS)]'
+	# Chinese-CLIP's models (cn-clip: archs): cn_clip pins an lmdb older than clipeval's, so it comes without
+	# its dependencies; its model code needs only torch, torchvision, timm (open_clip's) and six.
+	$(BIN)/python -m pip install -c constraints.txt --no-deps cn_clip six
 	rm -f $(BIN)/.installed-*
 	touch $@
 

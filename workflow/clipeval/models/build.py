@@ -20,6 +20,7 @@ from clipeval.errors import ClipevalError, first_line
 from clipeval.models.pretrained import (
     HF_HUB_PREFIX,
     LOCAL_DIR_PREFIX,
+    cnclip_name,
     is_checkpoint_path,
     is_transformers,
     weights_folder,
@@ -39,6 +40,11 @@ PREPROCESS_ARGUMENTS = {
 
 
 def check_arch(arch: str) -> None:
+    if cnclip_name(arch) is not None:
+        from clipeval.models.cnclip_models import check_name
+
+        check_name(cnclip_name(arch))
+        return
     if is_transformers(arch):
         from clipeval.models.transformers_models import check_folder
 
@@ -51,6 +57,11 @@ def check_arch(arch: str) -> None:
 
 
 def check_pretrained(arch: str, pretrained: str | None) -> None:
+    if cnclip_name(arch) is not None:
+        from clipeval.models.cnclip_models import check_checkpoint
+
+        check_checkpoint(cnclip_name(arch), pretrained)
+        return
     if not pretrained:
         return
     if is_transformers(arch):
@@ -169,6 +180,8 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
         raise ClipevalError(f"unknown preprocess option(s): {', '.join(sorted(unknown))}")
     if is_transformers(arch):
         return _transformers_model(arch, pretrained, device, preprocess)
+    if cnclip_name(arch) is not None:
+        return _cnclip_model(arch, pretrained, device, preprocess)
     check_arch(arch)
     check_pretrained(arch, pretrained)
     local = bool(pretrained) and is_checkpoint_path(pretrained)
@@ -223,6 +236,14 @@ def _transformers_model(arch, pretrained, device, preprocess):
     if preprocess:
         raise ClipevalError(f"{arch}: a transformers folder's preprocessing is its image processor's; no preprocess")
     return build_transformers_model(weights_folder(arch), device)
+
+
+def _cnclip_model(arch, pretrained, device, preprocess):
+    from clipeval.models.cnclip_models import build_cnclip_model
+
+    if preprocess:
+        raise ClipevalError(f"{arch}: a Chinese-CLIP model's preprocessing is cn_clip's own; no preprocess")
+    return build_cnclip_model(cnclip_name(arch), pretrained, device)
 
 
 def weights_identity(arch: str, pretrained: str | None) -> str:

@@ -4,7 +4,7 @@ config key."""
 
 from clipeval.errors import ClipevalError, first_line
 from clipeval.models.build import BIG_VISION_SUFFIX, check_arch, check_loadable, check_pretrained, resolve_device
-from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path
+from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path, is_open_clip
 from clipeval.models.weights_fit import weights_misfit
 
 
@@ -30,8 +30,11 @@ def model_problem(name, arch, pretrained, precision, precision_key, device) -> s
 
 def _checkpoint_misfit(arch: str, checkpoint: str) -> str | None:
     check_loadable(checkpoint)
-    # A folder arch loads its own weights; big_vision arrays are copied in by name, not by a strict load.
+    # A folder arch loads its own weights; big_vision arrays are copied in by name, not by a strict load; cn_clip
+    # checks its own checkpoints' fit as it loads them.
     if arch.startswith((HF_HUB_PREFIX, LOCAL_DIR_PREFIX)) or checkpoint.endswith(BIG_VISION_SUFFIX):
+        return None
+    if not is_open_clip(arch):
         return None
     try:
         return weights_misfit(arch, checkpoint)

@@ -8,7 +8,7 @@ from open_clip.transform import PreprocessCfg, image_transform_v2
 from clipeval.errors import first_line
 from clipeval.features.pixels import model_recipe
 from clipeval.models.build import PREPROCESS_ARGUMENTS
-from clipeval.models.pretrained import is_transformers
+from clipeval.models.pretrained import is_open_clip
 from clipeval.models.weights_fit import empty_model
 
 
@@ -23,8 +23,8 @@ def preprocess_config(arch: str, pretrained: str | None, preprocess=None) -> dic
 
 def pixel_recipe(arch: str, pretrained: str | None, preprocess=None) -> str | None:
     """The pixel recipe of a model's eval preprocessing (features/pixels.py), None where it has none (a
-    transformers folder's image processor is not open_clip's steps)."""
-    if is_transformers(arch):
+    transformers folder's image processor and cn_clip's transform are not open_clip's steps)."""
+    if not is_open_clip(arch):
         return None
     try:
         config = preprocess_config(arch, pretrained, preprocess)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".npz", ".ckpt")
 LOCAL_DIR_PREFIX, HF_HUB_PREFIX, TRANSFORMERS_PREFIX = "local-dir:", "hf-hub:", "hf-transformers:"
+# Chinese-CLIP's own models (cn_clip), by its names: cn-clip:ViT-B-16 with a local checkpoint.
+CNCLIP_PREFIX = "cn-clip:"
 
 
 def is_checkpoint_path(pretrained: str) -> bool:
@@ -43,3 +45,13 @@ def weights_folder(arch: str) -> Path | None:
 
 def is_transformers(arch: str) -> bool:
     return arch.startswith(TRANSFORMERS_PREFIX)
+
+
+def cnclip_name(arch: str) -> str | None:
+    """The Chinese-CLIP model a `cn-clip:NAME` arch names, else None."""
+    return arch[len(CNCLIP_PREFIX) :] if arch.startswith(CNCLIP_PREFIX) else None
+
+
+def is_open_clip(arch: str) -> bool:
+    """Built by open_clip (its names, local-dir: and hf-hub:), not by transformers or cn_clip."""
+    return not is_transformers(arch) and cnclip_name(arch) is None
