@@ -1,6 +1,6 @@
 """Chinese-CLIP's own models (`cn-clip:NAME` with a checkpoint): a random RN50@RBT3 checkpoint saved as
-Chinese-CLIP saves one, clipeval's features against cn_clip's own loading and forward pass (its preprocessing,
-its tokenizer at context length 52), and the config's problems in one line."""
+Chinese-CLIP saves one, clipeval's features from the file against cn_clip's own forward pass of the model saved
+(its preprocessing, its tokenizer at context length 52), and the config's problems in one line."""
 
 import json
 
@@ -15,7 +15,8 @@ pytest.importorskip("cn_clip", reason="cn_clip is installed by `make` without it
 
 def write_rn50_checkpoint(path):
     """A random RN50@RBT3-chinese as Chinese-CLIP's training saves it: {"epoch", "step", "name", "state_dict"}
-    with the DistributedDataParallel `module.` prefix, weights in fp16 (create_model converts them)."""
+    with the DistributedDataParallel `module.` prefix, weights in fp16 (create_model converts them). Returns the
+    model, in float32 as cn_clip's load_from_name leaves it on the CPU."""
     import contextlib
     import io
 
@@ -27,35 +28,27 @@ def write_rn50_checkpoint(path):
         model = create_model("RN50@RBT3-chinese")
     state = {f"module.{key}": value for key, value in model.state_dict().items()}
     torch.save({"epoch": 1, "step": 10, "name": "random", "state_dict": state}, path)
+    return model.float().eval()
 
 
-def cn_clip_features(checkpoint, images, texts):
-    """Unit features as Chinese-CLIP's own evaluation computes them: load_from_name, its preprocess, tokenize."""
-    import contextlib
-    import io
-
+def cn_clip_features(model, images, texts):
+    """Unit features as Chinese-CLIP's own evaluation computes them: its preprocess, tokenize and forward pass."""
     import torch
-    from cn_clip.clip import load_from_name, tokenize
+    from cn_clip.clip import image_transform, tokenize
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        model, preprocess = load_from_name(
-            str(checkpoint), device="cpu", vision_model_name="RN50", text_model_name="RBT3-chinese",
-            input_resolution=224,
-        )  # fmt: skip
-    model.eval()
+    preprocess = image_transform(224)
     with torch.inference_mode():
         image_features = model.encode_image(torch.stack([preprocess(image) for image in images]))
         text_features = model.encode_text(tokenize(texts, context_length=52))
     return [torch.nn.functional.normalize(f, dim=-1).numpy() for f in (image_features, text_features)]
 
 
-@pytest.mark.workflow  # three builds of a 77M-parameter model: too slow for `make test-fast`
 def test_features_are_cn_clip_s_own(tmp_path, shapes_dataset):
     from clipeval.data.image_lmdb import ImageStore
     from clipeval.storage.jsonl import read_jsonl
 
     checkpoint = tmp_path / "clip_cn_rn50.pt"
-    write_rn50_checkpoint(checkpoint)
+    model = write_rn50_checkpoint(checkpoint)
     result = run_cli(
         "extract-features", "--arch", "cn-clip:RN50", "--pretrained", checkpoint,
         "--images", shapes_dataset / "images.lmdb", "--texts", shapes_dataset / "texts.jsonl",
@@ -68,7 +61,7 @@ def test_features_are_cn_clip_s_own(tmp_path, shapes_dataset):
     captions = {row["text_id"]: row["text"] for _, row in read_jsonl(shapes_dataset / "texts.jsonl")}
     images = [store.image(row["image_id"]) for row in rows["images"]]
     texts = [captions[row["text_id"]] for row in rows["texts"]]
-    expected_images, expected_texts = cn_clip_features(checkpoint, images, texts)
+    expected_images, expected_texts = cn_clip_features(model, images, texts)
     # Blocks of 64 against one batch: other kernel shapes, so equal to float32's rounding, not to the bit.
     np.testing.assert_allclose([row["feature"] for row in rows["images"]], expected_images, atol=2e-6)
     np.testing.assert_allclose([row["feature"] for row in rows["texts"]], expected_texts, atol=2e-6)

@@ -15,7 +15,7 @@ LAYERS = (
     ("storage",),
     ("data", "statistics"),
     ("models", "features"),
-    ("retrieval", "classification", "compositionality"),
+    ("retrieval", "classification", "compositionality", "probe"),
     ("comparison",),
     ("suites",),
     ("reporting",),

@@ -549,6 +549,24 @@ def test_a_code_fingerprint_follows_the_command_s_code_and_library_versions(tmp_
     assert code_fingerprint(CodeGraph(package), "make-topk-predictions") != knn_before
 
 
+def test_a_model_backend_s_code_reaches_the_fingerprints_of_its_models_jobs_alone(tmp_path):
+    import shutil
+
+    package = shutil.copytree(REPO / "workflow/clipeval", tmp_path / "clipeval")
+
+    def extraction(*backends):
+        return code_fingerprint(CodeGraph(package), "extract-features", model_backends=backends)
+
+    open_clip, transformers, cnclip = extraction(), extraction("transformers_models"), extraction("cnclip_models")
+    assert len({open_clip, transformers, cnclip}) == 3
+    edited = package / "models/transformers_models.py"
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    assert extraction() == open_clip and extraction("cnclip_models") == cnclip
+    assert extraction("transformers_models") != transformers
+    plan = plan_of(lambda c: c["models"].update(hf={"arch": "hf-transformers:m/hf", "pretrained": ""}))
+    assert plan.model_backends(["b32", "hf"]) == ["transformers_models"] and plan.model_backends(["b32"]) == []
+
+
 def test_the_default_config_plans_through_the_package(monkeypatch):
     monkeypatch.chdir(REPO)
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())

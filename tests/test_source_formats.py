@@ -11,9 +11,11 @@ from PIL import Image
 from snakemake_runner import JOB_CORES, copy_workflow, edit_config, planned_jobs, shared_path, snakemake
 
 from clipeval.data.sources import CAPTIONS, CHOICES, CLASSES, format_names, source_format
+from clipeval.planning import plan
 
 # Keys of every dataset entry that say how it is scored, not how it is read.
-SCORING_KEYS = {"format", "task", "protocol"}
+# The keys of an entry that say how it is scored, not what is in it (planning/plan.py), and its format.
+ENTRY_KEYS = {"format", *plan.SCORING_KEYS}
 
 
 def dataset_schemas(root=REPO):
@@ -60,8 +62,8 @@ def test_each_format_has_a_schema_entry_with_exactly_its_settings(name):
     """The workflow passes each key of an entry as the setting of that name: the two lists must agree."""
     schema = dataset_schemas()[f"{name}_dataset"]
     settings = source_format(name).settings
-    assert set(schema["properties"]) - SCORING_KEYS == {setting.key for setting in settings}
-    assert set(schema["required"]) - SCORING_KEYS == {setting.key for setting in settings if setting.required}
+    assert set(schema["properties"]) - ENTRY_KEYS == {setting.key for setting in settings}
+    assert set(schema["required"]) - ENTRY_KEYS == {setting.key for setting in settings if setting.required}
 
 
 def test_prepare_lists_the_formats_and_each_format_its_settings():

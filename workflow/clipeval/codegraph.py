@@ -132,9 +132,10 @@ def _with_parents(module: str) -> list[str]:
     return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
 
 
-def command_entry_modules(command: str, source_format: str | None = None) -> list[str]:
-    """What `python -m clipeval COMMAND` starts from; `prepare FORMAT` loads its format's module by name."""
+def command_entry_modules(command: str, source_format: str | None = None, model_backends=()) -> list[str]:
+    """What `python -m clipeval COMMAND` starts from; `prepare FORMAT` loads its format's module by name, and a
+    command that builds a model not of open_clip its backend's (models/build.py)."""
     modules = [f"{PACKAGE}.__main__", f"{PACKAGE}.commands.{command.replace('-', '_')}"]
     if source_format:
         modules.append(f"{PACKAGE}.data.sources.{source_format}")
-    return modules
+    return modules + [f"{PACKAGE}.models.{backend}" for backend in sorted(set(model_backends))]

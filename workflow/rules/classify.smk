@@ -23,7 +23,7 @@ rule encode_classes:
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
-        code=code_fingerprint("encode-classes"),
+        code=model_code_fingerprint("encode-classes"),
     shell:
         "python -m clipeval encode-classes --arch {params.arch:q} {params.pretrained:q} {params.preprocess:q}"
         " --precision {params.precision:q} --classes {input.classes:q} --output {output.classes:q}"

@@ -76,8 +76,17 @@ def as_resource(setting):
 CODE_GRAPH = CodeGraph(PACKAGE_DIR)
 
 
-def code_fingerprint(command, source_format=None):
-    return fingerprints.code_fingerprint(CODE_GRAPH, command, source_format)
+def code_fingerprint(command, source_format=None, model_backends=()):
+    return fingerprints.code_fingerprint(CODE_GRAPH, command, source_format, model_backends)
+
+
+def model_code_fingerprint(command):
+    """A param: the code fingerprint of a command that builds the job's model, with its backend's module."""
+
+    def fingerprint(wildcards):
+        return code_fingerprint(command, model_backends=PLAN.model_backends([model_of(wildcards)]))
+
+    return fingerprint
 
 
 def fail(message, kind="config error"):
@@ -165,7 +174,7 @@ def check_models_as_the_run_starts():
             PLAN,
             check_device=local_cores() is not None,
             content_digest=content_digest,
-            code=code_fingerprint("check-models"),
+            code=code_fingerprint("check-models", model_backends=PLAN.model_backends(list(config["models"]))),
             run_check=functools.partial(check_in_subprocess, package_parent=PACKAGE_DIR.parent),
         )
     except ConfigError as error:

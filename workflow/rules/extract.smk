@@ -26,7 +26,7 @@ checkpoint describe_model:
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
-        code=code_fingerprint("describe-model"),
+        code=model_code_fingerprint("describe-model"),
     shell:
         "python -m clipeval describe-model --arch {params.arch:q} {params.pretrained:q}"
         " --precision {params.precision:q} {params.preprocess:q} --numerics {params.numerics:q} --output {output.meta:q} > {log:q} 2>&1"
@@ -70,7 +70,7 @@ rule extract_text_features:
         preprocess=preprocess_option,
         numerics=config["numerics"],
         definition=definition,
-        code=code_fingerprint("extract-features"),
+        code=model_code_fingerprint("extract-features"),
     shell:
         "python -m clipeval extract-features --arch {params.arch:q} {params.pretrained:q} {params.preprocess:q}"
         " --precision {params.precision:q} --texts {input.texts:q} --text-output {output.texts:q}"
@@ -131,7 +131,7 @@ rule extract_image_shard:
         numerics=config["numerics"],
         pixels=pixels_option,
         definition=definition,
-        code=code_fingerprint("extract-features"),
+        code=model_code_fingerprint("extract-features"),
     shell:
         "python -m clipeval extract-features --arch {params.arch:q} {params.pretrained:q} {params.preprocess:q}"
         " --precision {params.precision:q} --images {params.images:q} {params.pixels:q}"

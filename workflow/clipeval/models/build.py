@@ -5,6 +5,7 @@ Importing this module registers the model configs shipped with clipeval
 """
 
 import contextlib
+import importlib
 import logging
 import zipfile
 from importlib.resources import files
@@ -23,6 +24,7 @@ from clipeval.models.pretrained import (
     cnclip_name,
     is_checkpoint_path,
     is_transformers,
+    model_backend,
     weights_folder,
 )
 from clipeval.models.weights_fit import weights_misfit
@@ -41,14 +43,10 @@ PREPROCESS_ARGUMENTS = {
 
 def check_arch(arch: str) -> None:
     if cnclip_name(arch) is not None:
-        from clipeval.models.cnclip_models import check_name
-
-        check_name(cnclip_name(arch))
+        backend(arch).check_name(cnclip_name(arch))
         return
     if is_transformers(arch):
-        from clipeval.models.transformers_models import check_folder
-
-        check_folder(weights_folder(arch))
+        backend(arch).check_folder(weights_folder(arch))
         return
     if arch.startswith((HF_HUB_PREFIX, LOCAL_DIR_PREFIX)):
         return
@@ -58,9 +56,7 @@ def check_arch(arch: str) -> None:
 
 def check_pretrained(arch: str, pretrained: str | None) -> None:
     if cnclip_name(arch) is not None:
-        from clipeval.models.cnclip_models import check_checkpoint
-
-        check_checkpoint(cnclip_name(arch), pretrained)
+        backend(arch).check_checkpoint(cnclip_name(arch), pretrained)
         return
     if not pretrained:
         return
@@ -229,21 +225,23 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     return model, transform, open_clip.get_tokenizer(arch)
 
 
-def _transformers_model(arch, pretrained, device, preprocess):
-    from clipeval.models.transformers_models import build_transformers_model
+def backend(arch: str):
+    """The module that builds an arch open_clip does not (pretrained.model_backend), imported by name: the code
+    fingerprints add it to the jobs of the models that use it alone (codegraph.command_entry_modules)."""
+    return importlib.import_module(f"clipeval.models.{model_backend(arch)}")
 
+
+def _transformers_model(arch, pretrained, device, preprocess):
     check_pretrained(arch, pretrained)
     if preprocess:
         raise ClipevalError(f"{arch}: a transformers folder's preprocessing is its image processor's; no preprocess")
-    return build_transformers_model(weights_folder(arch), device)
+    return backend(arch).build_transformers_model(weights_folder(arch), device)
 
 
 def _cnclip_model(arch, pretrained, device, preprocess):
-    from clipeval.models.cnclip_models import build_cnclip_model
-
     if preprocess:
         raise ClipevalError(f"{arch}: a Chinese-CLIP model's preprocessing is cn_clip's own; no preprocess")
-    return build_cnclip_model(cnclip_name(arch), pretrained, device)
+    return backend(arch).build_cnclip_model(cnclip_name(arch), pretrained, device)
 
 
 def weights_identity(arch: str, pretrained: str | None) -> str:

@@ -54,4 +54,14 @@ def cnclip_name(arch: str) -> str | None:
 
 def is_open_clip(arch: str) -> bool:
     """Built by open_clip (its names, local-dir: and hf-hub:), not by transformers or cn_clip."""
-    return not is_transformers(arch) and cnclip_name(arch) is None
+    return model_backend(arch) is None
+
+
+def model_backend(arch: str) -> str | None:
+    """The module of clipeval.models that builds an arch open_clip does not (loaded by name, so that the code
+    fingerprints of open_clip models' jobs do not cover it); None for open_clip's."""
+    if is_transformers(arch):
+        return "transformers_models"
+    if cnclip_name(arch) is not None:
+        return "cnclip_models"
+    return None

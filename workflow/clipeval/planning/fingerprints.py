@@ -20,11 +20,19 @@ def installed_version(distribution: str) -> str:
         return "absent"
 
 
-def code_fingerprint(graph: CodeGraph, command: str, source_format: str | None = None) -> str:
-    """A digest of the code `python -m clipeval COMMAND [FORMAT]` runs and its libraries' versions."""
-    digest = hashlib.sha256(graph.digest(command_entry_modules(command, source_format)).encode())
+# The libraries a model backend (models/build.py) builds its models with, beside its command's LIBRARIES.
+BACKEND_LIBRARIES = {"transformers_models": ("transformers", "tokenizers"), "cnclip_models": ("cn_clip",)}
+
+
+def code_fingerprint(graph: CodeGraph, command: str, source_format: str | None = None, model_backends=()) -> str:
+    """A digest of the code `python -m clipeval COMMAND [FORMAT]` runs, for models of these backends, and its
+    libraries' versions."""
+    modules = command_entry_modules(command, source_format, model_backends)
+    digest = hashlib.sha256(graph.digest(modules).encode())
     # With the command's own modules, the installed versions of the libraries
-    # that shape its output (its module's LIBRARIES).
-    for library in command_module(command).LIBRARIES:
+    # that shape its output (its module's LIBRARIES, and its model backends').
+    libraries = [*command_module(command).LIBRARIES]
+    libraries += [library for backend in sorted(set(model_backends)) for library in BACKEND_LIBRARIES[backend]]
+    for library in libraries:
         digest.update(f"{library}=={installed_version(library)}\n".encode())
     return digest.hexdigest()[:16]

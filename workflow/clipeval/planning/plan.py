@@ -13,7 +13,7 @@ from pathlib import Path
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import DEFAULT_RANKING_AT, DEFAULT_RECALL_AT
-from clipeval.models.pretrained import is_checkpoint_path, weights_folder
+from clipeval.models.pretrained import is_checkpoint_path, model_backend, weights_folder
 from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_artifact_pattern
 from clipeval.planning.keys import definition_key
 from clipeval.planning.series import SERIES_KEY
@@ -62,6 +62,11 @@ class Plan:
         return {
             name: [tuple(member) for member in members] for name, members in self.config.get(SERIES_KEY, {}).items()
         }
+
+    def model_backends(self, models: list[str]) -> list[str]:
+        """The modules that build these models where open_clip does not (models/pretrained.model_backend)."""
+        backends = {model_backend(self.model(name).get("arch", "")) for name in models}
+        return sorted(backend for backend in backends if backend)
 
     def is_features_model(self, name: str) -> bool:
         return "features" in self.model(name)
