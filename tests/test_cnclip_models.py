@@ -43,10 +43,17 @@ def cn_clip_features(model, images, texts):
     return [torch.nn.functional.normalize(f, dim=-1).numpy() for f in (image_features, text_features)]
 
 
-def test_features_are_cn_clip_s_own(tmp_path, shapes_dataset):
+def test_features_are_cn_clip_s_own(tmp_path):
+    from clipeval.data.dataset import write_dataset
     from clipeval.data.image_lmdb import ImageStore
+    from clipeval.data.sources import PreparedSource
+    from clipeval.data.sources.shapes import generate_shapes
     from clipeval.storage.jsonl import read_jsonl
 
+    # Few images and captions: a block of 64 rows costs the same, the reference's own batch less.
+    shapes_dataset = tmp_path / "shapes"
+    images, captions, _ = generate_shapes(6, seed=5)
+    write_dataset(shapes_dataset, PreparedSource(images, captions, {"format": "shapes"}))
     checkpoint = tmp_path / "clip_cn_rn50.pt"
     model = write_rn50_checkpoint(checkpoint)
     result = run_cli(
