@@ -43,6 +43,7 @@ def cn_clip_features(model, images, texts):
     return [torch.nn.functional.normalize(f, dim=-1).numpy() for f in (image_features, text_features)]
 
 
+@pytest.mark.workflow  # builds a 77M-parameter model twice: too slow for `make test-fast`
 def test_features_are_cn_clip_s_own(tmp_path):
     from clipeval.data.dataset import write_dataset
     from clipeval.data.image_lmdb import ImageStore

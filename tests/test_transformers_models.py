@@ -87,6 +87,7 @@ def read_rows(path, key):
     return [row[key] for row in rows], np.array([row["feature"] for row in rows])
 
 
+@pytest.mark.workflow  # imports transformers and builds a model in two processes: too slow for `make test-fast`
 @pytest.mark.parametrize("kind", list(WRITERS))
 def test_features_are_the_library_s_own_forward_pass(tmp_path, shapes_dataset, kind):
     from clipeval.data.image_lmdb import ImageStore
