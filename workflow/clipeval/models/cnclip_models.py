@@ -3,7 +3,7 @@ architectures by the names it gives them (ViT-B-16, ViT-L-14, ViT-L-14-336, ViT-
 preprocessing (a bicubic resize to the square, no crop) and its BERT tokenizer with the context length of 52
 that its evaluation uses.
 
-cn_clip pins an older lmdb than clipeval's image stores need, so it is installed without its dependencies
+cn_clip pins lmdb 1.3.0, older than clipeval requires (1.4), so it is installed without its dependencies
 (`pip install --no-deps cn_clip six`): its model code needs only torch, torchvision, timm and six.
 """
 

@@ -32,6 +32,8 @@ from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # The tasks of a dataset a probe may be fitted on.
 PROBE_TRAIN_TASKS = ("classification", "probe_train")
+# The feature file a model of precomputed features needs beside its images, by the dataset's task.
+FEATURES_NEEDED = {"retrieval": "texts", "classification": "classes", "compositionality": "texts", "probe": "images"}
 NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters"
 
 
@@ -86,7 +88,7 @@ def check_references(plan: Plan) -> None:
         if "train" in entry:
             known(("models", name, "train", "dataset"), entry["train"]["dataset"], "datasets")
         for dataset, files in entry.get("features", {}).items():
-            if config["datasets"].get(dataset, {}).get("task") in PROBE_TRAIN_TASKS[1:]:
+            if config["datasets"].get(dataset, {}).get("task") == "probe_train":
                 continue  # a probe's train split: its images are all it needs
             evaluated(("models", name, "features", dataset), dataset)
             task = config["datasets"][dataset]["task"]
@@ -95,8 +97,7 @@ def check_references(plan: Plan) -> None:
                     f"{location(('models', name, 'features', dataset))}: a probe dataset needs features of its"
                     f" train split {config['datasets'][dataset]['train_split']!r} too"
                 )
-            needed = {"retrieval": "texts", "classification": "classes", "compositionality": "texts", "probe": "images"}
-            needed = needed[task]
+            needed = FEATURES_NEEDED[task]
             if needed not in files:
                 raise ConfigError(
                     f"{location(('models', name, 'features', dataset))}: a {task} dataset needs {needed!r} features"
