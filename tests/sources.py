@@ -307,6 +307,22 @@ def write_xm3600(directory, num_images=8, seed=18):
     return annotations, images
 
 
+def write_aligned_lines(directory, num_images=6, seed=21):
+    """XTD10's layout: test_image_names.txt (one COCO file name a line), test_1kcaptions_de.txt (the caption of
+    the image on the same line) and the images folder; returns (names, captions, images)."""
+    images = directory / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    names, captions = [], []
+    for index, (_, raw, texts, _) in enumerate(shapes(num_images, seed)):
+        name = f"COCO_val2014_{139 + 1000 * index:012d}.jpg"
+        Image.open(io.BytesIO(raw)).convert("RGB").save(images / name, quality=95)
+        names.append(name)
+        captions.append(f"ein Bild: {texts[0]}")
+    (directory / "test_image_names.txt").write_text("".join(f"{name}\n" for name in names))
+    (directory / "test_1kcaptions_de.txt").write_text("".join(f"{caption}\n" for caption in captions))
+    return directory / "test_image_names.txt", directory / "test_1kcaptions_de.txt", images
+
+
 def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_shard=4):
     """CLIP_benchmark's webdataset export of a set: ROOT/test/0.tar, 1.tar, … (KEY.webp with KEY.txt captions or
     KEY.cls labels), nshards.txt, and for classification classnames.txt and its templates file; returns ROOT."""

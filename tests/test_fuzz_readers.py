@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sources import (
     shapes,
+    write_aligned_lines,
     write_aro,
     write_cifar,
     write_cnclip,
@@ -328,6 +329,10 @@ def build_parquet(root):
     write_parquet_shards(root / "hub", num_images=5, per_shard=3)
 
 
+def build_aligned_lines(root):
+    write_aligned_lines(root, num_images=4)
+
+
 def build_xm3600(root):
     write_xm3600(root, num_images=4)
 
@@ -478,6 +483,23 @@ CASES = {
         build_parquet,
         {"hub/data/test-00000-of-00002.parquet": "binary", "hub/data/test-00001-of-00002.parquet": "binary"},
         ["prepare", "parquet_retrieval", "--shards", "@hub/data", "--out", "@out"],
+        ["out"],
+    ),
+    "XTD10's aligned names and captions (prepare aligned_lines)": Case(
+        build_aligned_lines,
+        {"test_image_names.txt": "text", "test_1kcaptions_de.txt": "text"},
+        [
+            "prepare",
+            "aligned_lines",
+            "--image-names",
+            "@test_image_names.txt",
+            "--captions",
+            "@test_1kcaptions_de.txt",
+            "--images",
+            "@images",
+            "--out",
+            "@out",
+        ],
         ["out"],
     ),
     "Crossmodal-3600 captions (prepare xm3600)": Case(

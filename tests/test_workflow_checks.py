@@ -150,11 +150,11 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
         (
             lambda c: c["datasets"]["shapes-test"].update(num_imagess=5),
             "config error: datasets.shapes-test: unknown key 'num_imagess' (allowed: first_image_id, format, num_images, protocol,"
-            " seed, task)",
+            " seed, task, train_split)",
         ),
         (
             lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
-            "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: aro, cifar, cnclip, coco,"
+            "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: aligned_lines, aro, cifar, cnclip, coco,"
             " imagefolder, karpathy, parquet_classification, parquet_retrieval, shapes, sugarcrepe, wds_classification,"
             " wds_retrieval, winoground, xm3600)",
         ),
