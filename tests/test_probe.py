@@ -57,10 +57,20 @@ print(hashlib.sha256(fitted.weights.tobytes() + fitted.bias.tobytes()).hexdigest
 """
 
 
-def test_a_fit_has_the_same_bits_under_one_and_two_blas_threads():
+@pytest.mark.parametrize(
+    "settings",
+    [
+        [("1", "Haswell"), ("2", "Haswell")],
+        # The kernels score-probe pins, as an Intel CPU with AVX2 and an AMD one run them.
+        [("2", "Haswell"), ("2", "Zen")],
+    ],
+    ids=["threads", "cpu vendors"],
+)
+def test_a_fit_has_the_same_bits_under_one_and_two_blas_threads_and_on_either_vendor(settings):
     digests = set()
-    for threads in ("1", "2"):
+    for threads, kernels in settings:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        env["OPENBLAS_CORETYPE"] = kernels
         result = subprocess.run(
             [sys.executable, "-c", FIT_BYTES, str(REPO / "tests")], env=env, capture_output=True, text=True, check=True
         )
@@ -86,6 +96,9 @@ def test_few_shot_draws_k_a_class_and_up_to_k_more_to_validate_on():
 
 
 def test_all_holds_out_a_share_of_the_train_split():
+    from clipeval.commands.score_probe import shots_value
+
+    assert shots_value(ALL) == ALL  # the command spells it without importing the protocol
     train, validation = validation_split(10, 0.2, np.random.default_rng(3))
     assert len(validation) == 2 and sorted([*train, *validation]) == list(range(10))
 
@@ -201,7 +214,7 @@ def write_split(folder, classnames, labels, features):
         handle.writelines(json.dumps({"image_id": i, "feature": row.tolist()}) + "\n" for i, row in enumerate(features))
 
 
-def score_probe_command(tmp_path, *shots):
+def score_probe_command(tmp_path, *shots, env=None):
     words = ["score-probe"]
     for role, folder in (("train-", tmp_path / "train"), ("", tmp_path / "test")):
         words += [f"--{role}labels", folder / "labels.jsonl", f"--{role}classes", folder / "classes.json"]
@@ -209,7 +222,11 @@ def score_probe_command(tmp_path, *shots):
     words += ["--shots", *shots, "--seeds", "2", "--validation", "0.2", "--regularization", "0.01", "0.1"]
     words += ["--bootstrap", "20", "--output", tmp_path / "probe.json", "--ranks-output", tmp_path / "ranks.json"]
     return subprocess.run(
-        [sys.executable, "-m", "clipeval", *map(str, words)], capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-m", "clipeval", *map(str, words)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -217,10 +234,12 @@ def test_the_command_scores_a_probe_and_refuses_splits_that_do_not_match(tmp_pat
     features, labels = clustered(60, classes=3)
     write_split(tmp_path / "train", ["a", "b", "c"], labels[:40], features[:40])
     write_split(tmp_path / "test", ["a", "b", "c"], labels[40:], features[40:])
-    result = score_probe_command(tmp_path, "2", "all")
+    # OpenBLAS told to use other kernels: the command holds it to the AVX2 ones every machine runs alike.
+    result = score_probe_command(tmp_path, "2", "all", env={"OPENBLAS_CORETYPE": "Sandybridge"})
     assert result.returncode == 0, result.stderr
     metrics = json.loads((tmp_path / "probe.json").read_text())
     assert list(metrics["shots"]) == ["2", "all"] and metrics["counts"]["train_images"] == 40
+    assert metrics["settings"]["blas_kernels"] == "Haswell"
 
     (tmp_path / "probe.json").unlink()
     result = score_probe_command(tmp_path, "30")

@@ -38,6 +38,9 @@ from pathlib import Path
 # torch; decode-pixels loads images with torch's DataLoader through open_clip's transforms, PIL computing, and
 # check-models computes nothing, so the profile the torch servers pinned changes nothing of what they write.
 TORCH_COMMANDS = ("train", "extract-features", "describe-model", "encode-classes", "decode-pixels", "check-models")
+# Commands that choose a library's code path before it loads (score-probe holds OpenBLAS to its AVX2 kernels):
+# a server's numpy is loaded already, so they run in a new interpreter.
+COLD_COMMANDS = ("score-probe",)
 
 PRELOADED = {
     "torch": ("numpy", "PIL.Image", "lmdb", "jsonlines", "tqdm", "torch", "torchvision", "open_clip"),
@@ -76,7 +79,7 @@ def real_interpreter():
     os.execv({python!r}, [{python!r}, *listing, *args])
 
 
-if args[:2] != ["-m", "clipeval"] or len(args) < 3:
+if args[:2] != ["-m", "clipeval"] or len(args) < 3 or args[2] in {cold_commands!r}:
     real_interpreter()
 kind = "torch" if args[2] in {torch_commands!r} else "plain"
 connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -271,7 +274,11 @@ class WarmJobs:
         shim.parent.mkdir()
         shim.write_text(
             SHIM.format(
-                python=sys.executable, sockets=sockets, torch_commands=TORCH_COMMANDS, modules_variable=MODULES_VARIABLE
+                python=sys.executable,
+                sockets=sockets,
+                torch_commands=TORCH_COMMANDS,
+                cold_commands=COLD_COMMANDS,
+                modules_variable=MODULES_VARIABLE,
             ),
         )
         shim.chmod(0o755)

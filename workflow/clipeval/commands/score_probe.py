@@ -1,16 +1,21 @@
+import os
 from pathlib import Path
 
 from clipeval.commands._options import add_score_output_options, at_least
 
 HELP = "linear probe: logistic regression on frozen image features, few-shot and full, top-1 and per-class recall"
 LIBRARIES = ("numpy",)
+# OpenBLAS picks its kernels by the CPU (AVX-512 ones on one machine, AVX2 ones on another), and they sum in
+# other orders, so the fits would differ in their last bits from machine to machine. Its AVX2 kernels
+# (Haswell's; an AMD CPU's Zen kernels are the same code) run alike on every x86-64 CPU with AVX2, as
+# portable numerics' torch kernels do. Set before numpy loads OpenBLAS.
+BLAS_KERNELS = "Haswell"
 
 
 def shots_value(text: str):
-    """An argparse type: a positive number of images per class, or `all`."""
-    from clipeval.probe.protocol import ALL
-
-    return ALL if text == ALL else at_least(1)(text)
+    """An argparse type: a positive number of images per class, or `all` (probe.protocol.ALL, not imported here:
+    it would load numpy before its BLAS kernels are pinned)."""
+    return "all" if text == "all" else at_least(1)(text)
 
 
 def add_arguments(parser):
@@ -28,7 +33,25 @@ def add_arguments(parser):
     add_score_output_options(parser)
 
 
+def pinned_blas_kernels() -> str:
+    """Load numpy with OpenBLAS held to BLAS_KERNELS; the kernels it reports, or one line where it runs others."""
+    os.environ["OPENBLAS_CORETYPE"] = BLAS_KERNELS
+    import numpy  # noqa: F401  loads OpenBLAS
+    from threadpoolctl import threadpool_info
+
+    from clipeval.errors import ClipevalError
+
+    kernels = {info.get("architecture") for info in threadpool_info() if info.get("internal_api") == "openblas"}
+    if kernels != {BLAS_KERNELS}:
+        raise ClipevalError(
+            f"the probe's OpenBLAS runs {', '.join(map(str, sorted(kernels, key=str))) or 'no'} kernels, not"
+            f" {BLAS_KERNELS}: numpy was loaded before they could be pinned, or it uses another BLAS"
+        )
+    return BLAS_KERNELS
+
+
 def run(args):
+    kernels = pinned_blas_kernels()  # before anything else loads numpy
     from clipeval.classification.inputs import load_labelled_images
     from clipeval.commands._options import write_scores
     from clipeval.errors import ClipevalError
@@ -52,6 +75,7 @@ def run(args):
     metrics, record = score_probe(
         fits, test.image_ids, test.labels, num_classes, train.image_ids, settings, args.bootstrap, args.seed
     )
+    metrics["settings"]["blas_kernels"] = kernels
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_scores(args, metrics, record)
     for label, values in metrics["shots"].items():

@@ -90,7 +90,7 @@ def build_transformers_model(folder: Path, device: str = "cpu"):
         model = AutoModel.from_pretrained(folder, local_files_only=True, dtype=torch.float32)
         processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError, KeyError, RuntimeError) as error:  # RuntimeError: weights of other shapes
         raise ClipevalError(f"{folder}: cannot load the transformers model: {first_line(error)}") from None
     tokens = PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings)
     return TransformersClip(model).to(device).eval(), ImageProcessorTransform(processor), tokens
