@@ -54,11 +54,11 @@ def build_cnclip_model(name: str, checkpoint: str, device: str = "cpu"):
     import contextlib
     import io
 
+    check_name(name)  # first: without cn_clip it says how to install it, in one line
+    check_checkpoint(name, checkpoint)
     import torch
     from cn_clip.clip.utils import create_model, image_transform
 
-    check_name(name)
-    check_checkpoint(name, checkpoint)
     info = model_info()[name]
     try:
         saved = torch.load(checkpoint, map_location="cpu", weights_only=True)
