@@ -285,6 +285,38 @@ def write_aro(directory, kind="relation", num_examples=8, seed=17):
     return annotations, images
 
 
+def word_orders(caption, count=4):
+    """`count` reorderings of a caption's words, as ARO's perturbations reorder them: rotations by 1, 2, …
+    words, and the words reversed last."""
+    words = caption.split()
+    rotations = [" ".join(words[shift % len(words) :] + words[: shift % len(words)]) for shift in range(1, count)]
+    return [*rotations, " ".join(reversed(words))]
+
+
+def write_aro_order(directory, num_images=4, captions_per_image=2, seed=19, per_shard=5):
+    """COCO-Order's layout as MIEB's copy holds it (gowitheflow/ARO-COCO-order): parquet shards
+    (data/test-0000N-of-0000M.parquet) of a row per caption, its image repeated in `images` (the hub's Image
+    struct), `correct_caption` and four word orders of it in hard_text_1 … hard_text_4."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = directory / "data"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"images": {"bytes": raw, "path": None}, "correct_caption": caption}
+        | dict(zip(("hard_text_1", "hard_text_2", "hard_text_3", "hard_text_4"), word_orders(caption)))
+        for _, raw, texts, _ in shapes(num_images, seed)
+        for caption in texts[:captions_per_image]
+    ]
+    chunks = [rows[start : start + per_shard] for start in range(0, len(rows), per_shard)]
+    image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    for number, chunk in enumerate(chunks):
+        columns = {"images": pa.array([row["images"] for row in chunk], type=image_type)}
+        columns |= {name: pa.array([row[name] for row in chunk]) for name in list(chunk[0])[1:]}
+        pq.write_table(pa.table(columns), folder / f"test-{number:05d}-of-{len(chunks):05d}.parquet")
+    return folder
+
+
 def write_xm3600(directory, num_images=8, seed=18):
     """Crossmodal-3600's layout: captions.jsonl (image/key and, per language, its captions) and images/KEY.jpg.
     English has two captions an image, German one, Chinese one; the keys are hex like the release's."""

@@ -6,12 +6,13 @@ import json
 import numpy as np
 import pytest
 from conftest import run_cli
-from sources import write_aro, write_sugarcrepe, write_winoground
+from sources import shapes, word_orders, write_aro, write_aro_order, write_sugarcrepe, write_winoground
 
 from clipeval.comparison import compare_models
 from clipeval.compositionality.metrics import score_compositionality
 from clipeval.data.choices import Example, load_examples
 from clipeval.data.dataset import open_dataset
+from clipeval.data.image_lmdb import IMAGE_FORMATS
 from clipeval.errors import ClipevalError
 
 
@@ -284,3 +285,85 @@ def test_a_bad_aro_entry_is_one_line_naming_it_and_writes_nothing(tmp_path, spoi
     result = run_cli("prepare", "aro", "--annotations", annotations, "--images", images, "--out", out)
     assert result.returncode == 1 and not out.exists()
     assert result.stderr == f"clipeval: error: {message.format(path=annotations, images=images)}\n"
+
+
+def prepare_aro_order(shards, out):
+    return run_cli("prepare", "aro_order", "--shards", shards, "--out", out)
+
+
+def test_aro_order_stores_each_image_once_and_gives_the_true_caption_the_lowest_id(tmp_path):
+    shards = write_aro_order(tmp_path / "source", num_images=4, captions_per_image=2, per_shard=3)
+    result = prepare_aro_order(shards, tmp_path / "d")
+    assert result.returncode == 0, result.stderr
+    store, captions = open_dataset(tmp_path / "d")
+    drawn = shapes(4, 19)
+    assert store.image_ids().tolist() == [0, 1, 2, 3]  # eight rows, two per image
+    for image_id, (_, raw, _, _) in enumerate(drawn):
+        assert store.encoded_bytes(image_id) == raw
+    text_of = dict(zip(captions.text_ids.tolist(), captions.texts))
+    examples = load_examples(tmp_path / "d/examples.jsonl")
+    assert [(e.example_id, e.group, e.image_ids, e.macro) for e in examples] == [
+        (k, "order", (k // 2,), None) for k in range(8)
+    ]
+    for k, example in enumerate(examples):
+        caption = drawn[k // 2][2][k % 2]
+        assert example.text_ids == tuple(range(5 * k, 5 * k + 5))
+        assert [text_of[t] for t in example.text_ids] == [caption, *word_orders(caption)]
+
+
+def test_aro_order_accuracy_is_the_share_of_rows_whose_true_caption_wins_ties_included(tmp_path):
+    examples = [Example(k, "order", (k // 2,), tuple(range(5 * k, 5 * k + 5))) for k in range(4)]
+    images = {0: [1, 0], 1: [0, 1]}
+    texts = {t: [0, 0] for t in range(20)}
+    texts[0] = [1, 0]  # row 0: the true caption alone on top: right
+    texts[7] = [1, 0]  # row 1: a perturbation on top: wrong
+    texts[10], texts[13] = [0, 1], [0, 1]  # row 2: the true caption ties a perturbation, and wins on its lower id
+    texts[19] = [0, 1]  # row 3: the last perturbation on top: wrong
+    metrics, record = score(examples, images, texts)
+    assert record["outcomes"] == [[1, -1, -1], [0, -1, -1], [1, -1, -1], [0, -1, -1]]
+    assert metrics["text_score"] == 50.0 and metrics["groups"] == {"order": {"text_score": 50.0}}
+
+
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (lambda table: table.drop_columns(["hard_text_3"]), "{shard}: no column 'hard_text_3' (columns: {columns})"),
+        (
+            lambda table: table.set_column(2, "hard_text_1", pa_strings(["", "b", "c"])),
+            "{shard}: row 0: hard_text_1 must be a non-empty string",
+        ),
+        (
+            lambda table: table.set_column(0, "images", pa_images([b"png?", b"x", b"y"])),
+            "{shard}: row 0: image does not decode (not {formats})",
+        ),
+    ],
+)
+def test_a_bad_aro_order_row_is_one_line_naming_it_and_writes_nothing(tmp_path, spoil, message):
+    import pyarrow.parquet as pq
+
+    shards = write_aro_order(tmp_path / "source", num_images=3, captions_per_image=1, per_shard=3)
+    shard = shards / "test-00000-of-00001.parquet"
+    table = spoil(pq.read_table(shard))
+    pq.write_table(table, shard)
+    out = tmp_path / "d"
+    result = prepare_aro_order(shards, out)
+    assert result.returncode == 1 and not out.exists()
+    columns = ", ".join(table.column_names)
+    assert (
+        result.stderr
+        == f"clipeval: error: {message.format(shard=shard, columns=columns, formats=', '.join(IMAGE_FORMATS))}\n"
+    )
+
+
+def pa_strings(values):
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.string())
+
+
+def pa_images(raws):
+    import pyarrow as pa
+
+    return pa.array(
+        [{"bytes": raw, "path": None} for raw in raws], pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    )

@@ -28,6 +28,7 @@ from sources import (
     shapes,
     write_aligned_lines,
     write_aro,
+    write_aro_order,
     write_cifar,
     write_cnclip,
     write_coco,
@@ -317,6 +318,10 @@ def build_aro(root):
     write_aro(root, num_examples=4)
 
 
+def build_aro_order(root):
+    write_aro_order(root / "hub", num_images=3, captions_per_image=2, per_shard=4)
+
+
 def build_wds_retrieval(root):
     write_wds_export(root / "export", num_images=5, per_shard=3)
 
@@ -461,6 +466,12 @@ CASES = {
         build_aro,
         {"visual_genome_relation.json": "json", "images/2300001.jpg": "binary"},
         ["prepare", "aro", "--annotations", "@visual_genome_relation.json", "--images", "@images", "--out", "@out"],
+        ["out"],
+    ),
+    "ARO COCO-Order shards (prepare aro_order)": Case(
+        build_aro_order,
+        {"hub/data/test-00000-of-00002.parquet": "binary", "hub/data/test-00001-of-00002.parquet": "binary"},
+        ["prepare", "aro_order", "--shards", "@hub/data", "--out", "@out"],
         ["out"],
     ),
     "webdataset export shards (prepare wds_retrieval)": Case(

@@ -26,6 +26,7 @@ def test_the_formats_are_the_modules_of_data_sources():
     assert format_names() == [
         "aligned_lines",
         "aro",
+        "aro_order",
         "cifar",
         "cnclip",
         "coco",
@@ -43,6 +44,7 @@ def test_the_formats_are_the_modules_of_data_sources():
     assert {name: source_format(name).writes for name in format_names()} == {
         "aligned_lines": CAPTIONS,
         "aro": CHOICES,
+        "aro_order": CHOICES,
         "cifar": CLASSES,
         "cnclip": CAPTIONS,
         "coco": CAPTIONS,
@@ -71,7 +73,7 @@ def test_each_format_has_a_schema_entry_with_exactly_its_settings(name):
 def test_prepare_lists_the_formats_and_each_format_its_settings():
     listing = run_cli("prepare", "--help")
     assert listing.returncode == 0
-    assert "{aligned_lines,aro,cifar,cnclip,coco,imagefolder,karpathy,parquet_classification," in listing.stdout
+    assert "{aligned_lines,aro,aro_order,cifar,cnclip,coco,imagefolder,karpathy," in listing.stdout
     settings = run_cli("prepare", "coco", "--help")
     assert settings.returncode == 0
     assert settings.stdout.startswith(
