@@ -39,7 +39,9 @@ settings.load_profile("clipeval")
 # number of tests). The files that run whole workflows go first, longest
 # first, so that the short files fill in and the workers end together:
 # test_workflow.py runs the default experiment (`default_experiment`, with
-# its 12 epochs of training), test_reproducibility.py trains and extracts on
+# its 12 epochs of training) and checks it, while test_workflow_reruns.py, on
+# a second worker, waits for it and then runs what comes after it beside
+# those checks; test_reproducibility.py trains and extracts on
 # an emulated CPU, test_rerun_formats.py builds an experiment of every source
 # format. test_slurm.py comes next: most of its minutes are spent waiting on
 # the cluster, which the other workers' computing fills. It builds the small
@@ -48,6 +50,7 @@ settings.load_profile("clipeval")
 # re-runs.
 LONGEST_FIRST = (
     "test_workflow.py",
+    "test_workflow_reruns.py",
     "test_reproducibility.py",
     "test_rerun_formats.py",
     "test_slurm.py",
@@ -67,6 +70,7 @@ LONGEST_FIRST = (
 WORKFLOW_FILES = {
     "test_slurm.py",
     "test_workflow.py",
+    "test_workflow_reruns.py",
     "test_workflow_checks.py",
     "test_caching.py",
     "test_rerun_formats.py",

@@ -155,9 +155,13 @@ def edit_config(workdir, change):
     return config
 
 
-def read_summary(workdir, experiment="default"):
-    with open(workdir / f"results/experiments/{experiment}/summary.csv") as handle:
+def read_csv(path):
+    with open(path) as handle:
         return list(csv.DictReader(handle))
+
+
+def read_summary(workdir, experiment="default"):
+    return read_csv(workdir / f"results/experiments/{experiment}/summary.csv")
 
 
 # A small experiment of every kind of stage: training, a shapes and a

@@ -245,7 +245,7 @@ SKIPPED_AT_RUN_TIME = {"dataset image content": {"extract_text_features": 1}}
 # Every row's plan is checked alone. Rows whose prepare job re-runs also run
 # alone: what it writes may come out the same, and Snakemake then skips
 # planned jobs at run time. A new model's and a new dataset's jobs run in
-# test_workflow.py (test_new_model_and_new_dataset_add_only_their_own_jobs),
+# test_workflow_reruns.py (test_new_model_and_new_dataset_add_only_their_own_jobs),
 # a features model's below. The other rows change what planned jobs compute
 # (parameters, code, weights, library versions) and run all at once, in
 # test_every_other_change_at_once_runs_as_planned_and_leaves_nothing_to_do:
