@@ -1,5 +1,6 @@
 """The ready configs in config/examples/ are valid and name real open_clip models."""
 
+import json
 import os
 from pathlib import Path
 
@@ -182,6 +183,11 @@ def test_the_examples_and_the_default_experiment_can_share_one_results_folder():
     assert clashes == []
 
 
+# Two captions the model's tokenizer strains: one with characters outside its vocabulary (the stand-in's
+# KNOWN_CHARACTERS), one longer than its 77 tokens.
+STRAINED_CAPTIONS = {7005: "一只狗坐在垫子上", 7006: "红色的连衣裙" * 14}
+
+
 def write_muge_layout(folder, num_images=24):
     """MUGE's validation files as Chinese-CLIP releases them (valid_imgs.tsv of base64 images and
     valid_texts.jsonl), with Chinese captions; the images are shapes."""
@@ -195,6 +201,7 @@ def write_muge_layout(folder, num_images=24):
     (folder / "valid_imgs.tsv").write_text("".join(f"{i}\t{base64.b64encode(raw).decode()}\n" for i, raw in images))
     phrases = ["红色的连衣裙", "白色运动鞋", "男女款黑色", "一只猫坐在垫子上"]
     captions = {7000 + n: f"{phrases[n % len(phrases)]}{n}" for n in range(num_images)}
+    captions.update(STRAINED_CAPTIONS)
     (folder / "valid_texts.jsonl").write_text(
         "".join(
             json.dumps({"text_id": text_id, "text": text, "image_ids": [int(images[n][0])]}, ensure_ascii=False) + "\n"
@@ -234,10 +241,18 @@ def test_the_multilingual_example_runs_offline_once_its_downloads_are_in_the_hub
     # The captions' features are open_clip's own encoding of them with the cached tokenizer and weights.
     reference, _, _ = open_clip.create_model_and_transforms(model["arch"], pretrained=model["pretrained"])
     tokens = open_clip.get_tokenizer(model["arch"])(list(captions.values()))
-    assert (tokens == 3).sum() == 0, "every character is one the stand-in tokenizer knows"
+    assert (tokens == 3).sum() == 1, "one character (狗) is not one the stand-in tokenizer knows"
     with torch.inference_mode():
         expected = torch.nn.functional.normalize(reference.eval().encode_text(tokens), dim=-1).numpy()
     features_folder = recorded_folders(workdir, "muge")["features"]["xlm-roberta-b-32 on muge"]
     ids, features = read_features(workdir / features_folder / "texts.jsonl", "text_id")
     assert ids.tolist() == list(captions)
     np.testing.assert_allclose(features, expected, atol=1e-5)
+
+    # Encoded as the tokenizer gives them, and reported: the cut caption and the one with an unknown token.
+    record = json.loads((workdir / features_folder / "texts.tokenization.json").read_text())
+    assert (record["captions"], record["context_length"]) == (24, 77)
+    assert (record["cut_text_ids"], record["unknown_text_ids"]) == ([7006], [7005])
+    summary = (workdir / "results/experiments/muge/summary.md").read_text()
+    assert "## Captions the tokenizer cut or could not represent" in summary
+    assert f"| xlm-roberta-b-32 | muge | 24 | 77 | 1 | {record['longest']} | 1 |" in summary

@@ -54,7 +54,12 @@ rule extract_text_features:
     input:
         unpack(text_extract_inputs),
     output:
-        texts=ARTIFACTS["text_features"],
+        # One prefix, so that Snakemake's between-workflow cache keeps both files.
+        multiext(
+            ARTIFACTS["text_features"].removesuffix(".jsonl"),
+            texts=".jsonl",
+            tokenization=".tokenization.json",
+        ),
     log:
         "logs/extract/{model_key}/{dataset_key}/texts.log",
     cache: True
@@ -74,6 +79,7 @@ rule extract_text_features:
     shell:
         "python -m clipeval extract-features --arch {params.arch:q} {params.pretrained:q} {params.preprocess:q}"
         " --precision {params.precision:q} --texts {input.texts:q} --text-output {output.texts:q}"
+        " --tokenization-output {output.tokenization:q}"
         " --batch-size {resources.batch_size:q} --device {resources.device:q}"
         " --numerics {params.numerics:q} --threads {threads:q} > {log:q} 2>&1"
 

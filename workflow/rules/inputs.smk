@@ -341,6 +341,12 @@ def score_files():
     return [PLAN.score_file(model, dataset) for model, dataset in PLAN.evaluation_pairs()]
 
 
+def tokenization_files():
+    return [
+        PLAN.artifact("text_tokenization", model=model, dataset=dataset) for model, dataset in PLAN.tokenization_pairs()
+    ]
+
+
 def comparison_files():
     return [PLAN.artifact("comparisons", dataset=dataset) for dataset in PLAN.compared_models()]
 
@@ -363,7 +369,12 @@ def summary_arguments(wildcards):
         for step, model in members
         for word in ("--series-member", name, str(step), model)
     ]
-    return written_or_fail(argument_file, score_entries() + comparisons + series + suite_options())
+    tokenization = [
+        word
+        for (model, dataset), path in zip(PLAN.tokenization_pairs(), tokenization_files())
+        for word in ("--tokenization", model, dataset, path)
+    ]
+    return written_or_fail(argument_file, score_entries() + comparisons + series + suite_options() + tokenization)
 
 
 def report_table_arguments(wildcards):

@@ -8,6 +8,7 @@ rule summary:
         score_files(),
         comparison_files(),
         suite_files(),
+        tokenization_files(),
     output:
         csv=PLAN.experiment_artifact("summary_csv"),
         markdown=PLAN.experiment_artifact("summary_markdown"),

@@ -15,6 +15,11 @@ def add_arguments(parser):
     parser.add_argument("--texts", type=Path, help="texts.jsonl")
     parser.add_argument("--image-output", type=Path)
     parser.add_argument("--text-output", type=Path)
+    parser.add_argument(
+        "--tokenization-output",
+        type=Path,
+        help="with --text-output: a JSON record of the captions the tokenizer cuts or cannot fully represent",
+    )
     parser.add_argument("--shard-size", type=count, default=0, help="images per shard; 0 (default): one shard")
     parser.add_argument("--shard-index", type=count, default=0)
     parser.add_argument(
@@ -44,6 +49,8 @@ def run(args):
         raise ClipevalError("--image-output needs --images")
     if args.text_output and not args.texts:
         raise ClipevalError("--text-output needs --texts")
+    if args.tokenization_output and not args.text_output:
+        raise ClipevalError("--tokenization-output needs --text-output")
     device = resolve_device(args.device)
     captions = load_captions(args.texts) if args.text_output else None
     store = ImageStore(args.images) if args.image_output else None
@@ -70,6 +77,24 @@ def run(args):
     if captions:
         batches = iter_text_features(model, tokenizer, captions.text_ids, captions.texts, **speed)
         write_feature_batches(args.text_output, "text_id", batches)
+        if args.tokenization_output:
+            write_tokenization(args.tokenization_output, tokenizer, captions)
+
+
+def write_tokenization(path, tokenizer, captions):
+    """The tokenization record (features/tokenization.py), and a line in the log when a caption was cut or
+    holds unknown tokens."""
+    from clipeval.features.tokenization import caption_fits, tokenization_record
+    from clipeval.storage.jsonl import write_json
+
+    record = tokenization_record(captions.text_ids, caption_fits(tokenizer, captions.texts), tokenizer.context_length)
+    if record["cut"] or record["with_unknown_tokens"]:
+        print(
+            f"note: of {record['captions']} captions, {record['cut']} need more than the model's"
+            f" {record['context_length']} tokens and are cut, {record['with_unknown_tokens']} hold text the"
+            " tokenizer cannot represent (unknown tokens)"
+        )
+    write_json(path, record)
 
 
 def stored_pixels(folders, model, transform, image_ids):

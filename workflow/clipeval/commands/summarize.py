@@ -20,6 +20,13 @@ def add_arguments(parser):
     )
     parser.add_argument("--series", type=Path, required=True, help="the series' table (CSV), by step")
     parser.add_argument("--suite", type=Path, action="append", help="a score-suite output")
+    parser.add_argument(
+        "--tokenization",
+        nargs=3,
+        action="append",
+        metavar=("MODEL", "DATASET", "RECORD_JSON"),
+        help="the tokenization record of a model's captions of a dataset (extract-features --tokenization-output)",
+    )
 
 
 def run(args):
@@ -34,5 +41,6 @@ def run(args):
             raise ClipevalError(f"--series-member {name} {step} {model}: the step must be a whole number")
         series.setdefault(name, []).append((int(step), model))
     entries = [tuple(entry) for entry in args.entry or []]
-    rows = summarize(entries, args.comparison or [], outputs, series, args.suite or [])
+    tokenization = [tuple(entry) for entry in args.tokenization or []]
+    rows = summarize(entries, args.comparison or [], outputs, series, args.suite or [], tokenization)
     print(f"wrote {len(rows)} rows to {args.csv} and {args.markdown}")

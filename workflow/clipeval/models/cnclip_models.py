@@ -47,6 +47,15 @@ class ChineseTokenizer:
 
         return tokenize(list(texts), context_length=CONTEXT_LENGTH)
 
+    def fits(self, texts):
+        """Its BERT word pieces between [CLS] and [SEP], and those that are [UNK]."""
+        from cn_clip.clip import _tokenizer
+
+        from clipeval.features.tokenization import CaptionFit
+
+        pieces = [_tokenizer.tokenize(text) for text in texts]
+        return [CaptionFit(len(p) + 2, p.count("[UNK]")) for p in pieces]
+
 
 def build_cnclip_model(name: str, checkpoint: str, device: str = "cpu"):
     """(model in eval mode and float32, eval preprocess, tokenizer) of a Chinese-CLIP checkpoint, as its

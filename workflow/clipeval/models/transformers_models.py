@@ -61,6 +61,11 @@ class PaddedTokenizer:
         )
         return encoded["input_ids"]
 
+    def fits(self, texts: list[str]):
+        from clipeval.features.tokenization import transformers_fits
+
+        return transformers_fits(self.tokenizer, texts)
+
 
 def check_folder(folder: Path) -> None:
     """The files a transformers model folder needs, and a model type clipeval reads, or one line saying which."""

@@ -30,6 +30,8 @@ ARTIFACTS = {
     "image_shard": "results/features/{model_key}/{dataset_key}/image-shards/by-{shard_size}/{shard}.jsonl",
     "image_features": "results/features/{model_key}/{dataset_key}/images.jsonl",
     "text_features": "results/features/{model_key}/{dataset_key}/texts.jsonl",
+    # Written beside the text features by the same job (features/tokenization.py).
+    "text_tokenization": "results/features/{model_key}/{dataset_key}/texts.tokenization.json",
     "class_features": "results/features/{model_key}/{dataset_key}/classes.jsonl",
     "predictions": "results/predictions/{model_key}/{dataset_key}/top-{top_k}/{direction}.jsonl",
 }

@@ -19,6 +19,8 @@ from clipeval.planning.keys import definition_key
 from clipeval.planning.series import SERIES_KEY
 
 EVALUATED_TASKS = ("retrieval", "classification", "compositionality", "probe")
+# The tasks whose datasets hold captions, which extraction tokenizes.
+CAPTIONED_TASKS = ("retrieval", "compositionality")
 # Dataset keys that say how a dataset is scored, not what is in it.
 SCORING_KEYS = ("task", "protocol", "train_split")
 # Every source format (workflow/clipeval/data/sources/), by its config name.
@@ -294,6 +296,15 @@ class Plan:
             kind: self.artifact(f"{item}_features", model=model, dataset=dataset)
             for kind, item in (("images", "image"), ("texts", "text"), ("classes", "class"))
         }
+
+    def tokenization_pairs(self) -> list[tuple[str, str]]:
+        """The evaluation pairs whose captions a model's own tokenizer reads: an extracted model on a dataset
+        of captions."""
+        return [
+            (model, dataset)
+            for model, dataset in self.evaluation_pairs()
+            if not self.is_features_model(model) and self.dataset(dataset)["task"] in CAPTIONED_TASKS
+        ]
 
     def probe_train_split(self, dataset: str) -> str:
         """The dataset a probe's classifier is fitted on (a probe dataset's train_split)."""

@@ -27,6 +27,7 @@ from clipeval.metric_catalog import (
     retrieval_metrics,
 )
 from clipeval.reporting.series_table import SERIES_COLUMNS, series_markdown, series_rows
+from clipeval.reporting.tokenization_table import tokenization_markdown
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_json
 
@@ -306,7 +307,7 @@ def suites_markdown(suites: list[dict]) -> list[str]:
     return lines
 
 
-def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=(), shots=()) -> str:
+def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=(), shots=(), tokenization=()) -> str:
     lines = ["# Results", "", "Percentages; 95% bootstrap intervals in brackets where computed.", ""]
     lines += headline_lines(rows)
     lines += ["", "## Every metric"]
@@ -347,6 +348,7 @@ def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=()
             "Each dataset's main metric at every step; the best checkpoint in bold.",
         ]
         lines += series_markdown(series)
+    lines += tokenization_markdown(tokenization)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -355,9 +357,10 @@ def _write(path, text: str) -> None:
         Path(temporary).write_text(text, encoding="utf-8")
 
 
-def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths=()) -> list[dict]:
+def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths=(), tokenization=()) -> list[dict]:
     """entries: (model, dataset, metrics json path) in row order; outputs: csv, markdown, averages, comparisons
-    and series (its table has a header alone where there is none); series: {name: [(step, model), …]}."""
+    and series (its table has a header alone where there is none); series: {name: [(step, model), …]};
+    tokenization: (model, dataset, tokenization record path)."""
     results = [(model, dataset, read_json(path)) for model, dataset, path in entries]
     rows = [summary_row(*result) for result in results]
     groups = [row for result in results for row in group_rows(*result)]
@@ -380,5 +383,6 @@ def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths
         render_csv([{**row, "best": "yes" if row["best"] else "no"} for row in by_step], SERIES_COLUMNS),
     )
     suites = [read_json(path) for path in suite_paths]
-    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step, groups, suites, shots))
+    fits = [(model, dataset, read_json(path)) for model, dataset, path in tokenization]
+    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step, groups, suites, shots, fits))
     return rows
