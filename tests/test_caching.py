@@ -520,7 +520,7 @@ def test_a_second_experiment_takes_the_models_and_features_from_the_shared_cache
             *(
                 f"{folder}/{f}"
                 for folder in found["features"].values()
-                for f in ("texts.jsonl", "image-shards/by-0/0.jsonl", "images.jsonl")
+                for f in ("texts.jsonl", "texts.tokenization.json", "image-shards/by-0/0.jsonl", "images.jsonl")
             ),
         ]
     )

@@ -64,7 +64,7 @@ def test_the_valid_config_has_no_error():
         (lambda c: c["datasets"]["flickr"].pop("images"), "datasets.flickr: 'images' is a required property"),
         (
             lambda c: c["datasets"]["flickr"].update(format="flickr30k"),
-            "datasets.flickr.format: unknown format 'flickr30k' (allowed: aligned_lines, aro, cifar, cnclip, coco, imagefolder,"
+            "datasets.flickr.format: unknown format 'flickr30k' (allowed: aligned_lines, aro, aro_order, cifar, cnclip, coco, imagefolder,"
             " karpathy, parquet_classification, parquet_retrieval, shapes, sugarcrepe, wds_classification,"
             " wds_retrieval, winoground, xm3600)",
         ),

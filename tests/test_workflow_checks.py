@@ -154,7 +154,7 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
         ),
         (
             lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
-            "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: aligned_lines, aro, cifar, cnclip, coco,"
+            "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: aligned_lines, aro, aro_order, cifar, cnclip, coco,"
             " imagefolder, karpathy, parquet_classification, parquet_retrieval, shapes, sugarcrepe, wds_classification,"
             " wds_retrieval, winoground, xm3600)",
         ),

@@ -40,6 +40,7 @@ def run(args):
     from clipeval.features.encode import iter_image_features, iter_text_features
     from clipeval.features.feature_files import write_feature_batches
     from clipeval.features.sharding import shard_bounds
+    from clipeval.features.tokenization import caption_fits, tokenization_record
     from clipeval.models.build import build_model, resolve_device
     from clipeval.storage.jsonl import parse_json_option
 
@@ -78,16 +79,17 @@ def run(args):
         batches = iter_text_features(model, tokenizer, captions.text_ids, captions.texts, **speed)
         write_feature_batches(args.text_output, "text_id", batches)
         if args.tokenization_output:
-            write_tokenization(args.tokenization_output, tokenizer, captions)
+            record = tokenization_record(
+                captions.text_ids, caption_fits(tokenizer, captions.texts), tokenizer.context_length
+            )
+            write_tokenization(args.tokenization_output, record)
 
 
-def write_tokenization(path, tokenizer, captions):
+def write_tokenization(path, record):
     """The tokenization record (features/tokenization.py), and a line in the log when a caption was cut or
     holds unknown tokens."""
-    from clipeval.features.tokenization import caption_fits, tokenization_record
     from clipeval.storage.jsonl import write_json
 
-    record = tokenization_record(captions.text_ids, caption_fits(tokenizer, captions.texts), tokenizer.context_length)
     if record["cut"] or record["with_unknown_tokens"]:
         print(
             f"note: of {record['captions']} captions, {record['cut']} need more than the model's"
