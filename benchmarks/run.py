@@ -14,6 +14,8 @@ import extraction
 import feature_io
 import knn
 import knn_settings
+import numerics_cost
+import peer
 import scoring
 import shared_machine
 import sweep
@@ -26,7 +28,9 @@ Written by `make bench` (`benchmarks/run.py`), which runs every script in
 `benchmarks/` and prints each stage's time as a ratio to a floor measured in
 the same run: the float32 matrix product of the same shape for knn and
 scoring, the raw orjson parse for feature files, the model's forward pass for
-extraction. Each script also runs alone (`.venv/bin/python benchmarks/knn.py
+extraction, the native code path for the portable profile's pins, and
+CLIP_benchmark (installed from the package index for the run) on the same
+work for the first run and re-runs. Each script also runs alone (`.venv/bin/python benchmarks/knn.py
 --help`).
 
 """
@@ -67,5 +71,7 @@ if __name__ == "__main__":
     scoring.main([])
     sweep.main([])
     shared_machine.main([])
+    numerics_cost.main([])
+    peer.main([])
     sys.stdout = tee.terminal
     write_page(tee.copy.getvalue())
