@@ -39,8 +39,10 @@ settings.load_profile("clipeval")
 # number of tests). The files that run whole workflows go first, longest
 # first, so that the short files fill in and the workers end together:
 # test_workflow.py runs the default experiment (`default_experiment`, with
-# its 12 epochs of training) and checks it, while test_workflow_reruns.py, on
-# a second worker, waits for it and then runs what comes after it beside
+# its 12 epochs of training) and checks it; test_workflow_reruns.py, which
+# runs what comes after it, goes to the next worker that frees up, after
+# the long files below have started (given second, it held a worker idle
+# while the experiment trained, and the one suite timed so ran longer), and runs beside
 # those checks; test_reproducibility.py trains and extracts on
 # an emulated CPU, test_rerun_formats.py builds an experiment of every source
 # format. test_slurm.py comes next: most of its minutes are spent waiting on
@@ -50,11 +52,11 @@ settings.load_profile("clipeval")
 # re-runs.
 LONGEST_FIRST = (
     "test_workflow.py",
-    "test_workflow_reruns.py",
     "test_reproducibility.py",
     "test_rerun_formats.py",
     "test_slurm.py",
     "test_caching.py",
+    "test_workflow_reruns.py",
     "test_examples.py",
     "test_workflow_checks.py",
     "test_fuzz_readers.py",
