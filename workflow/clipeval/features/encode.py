@@ -14,6 +14,7 @@ from clipeval.errors import ClipevalError
 from clipeval.features.image_loader import image_batches
 from clipeval.features.pixels import device_normalize, host_rows, model_input, split_transform
 from clipeval.features.sharding import FORWARD_BLOCK, block_span, forward_blocks
+from clipeval.features.text_span import encode_text_block
 
 PRECISIONS = ("fp32", "fp16", "bf16", "amp")
 # Blocks of stored pixels read ahead of the model (by READERS threads: a copy releases the GIL), and blocks a
@@ -204,13 +205,14 @@ def iter_text_features(model, tokenizer, text_ids: np.ndarray, texts: list[str],
     """Yield (ids, float32 unit rows) block by block, in file order.
 
     Captions go through the model in the same fixed blocks as images, so
-    `batch_size` changes nothing here.
+    `batch_size` changes nothing here; each block only as far as its longest
+    caption reaches, to the full context's bits (features/text_span.py).
     """
     model, _, autocast = prepare_model_for_precision(model, precision, device)
     with torch.inference_mode(), autocast():
         for start in tqdm(forward_blocks(0, len(texts), len(texts)), desc="texts", unit="block", mininterval=5):
             tokens = tokenizer(texts[start : start + FORWARD_BLOCK])
-            matrix = _normalised(model.encode_text(_padded(tokens, FORWARD_BLOCK).to(device)))[: len(tokens)]
+            matrix = _normalised(encode_text_block(model, _padded(tokens, FORWARD_BLOCK).to(device)))[: len(tokens)]
             ids = text_ids[start : start + len(tokens)]
             _check_finite(matrix, ids, "text_id", precision)
             yield ids, matrix

@@ -75,7 +75,7 @@ def pin(profile: str, threads: int | None = None) -> int:
         if threads is not None and threads < PORTABLE_THREADS:
             raise NumericsError(portable_threads_error(f"this job was given {threads}"))
         _check_environment()
-        if "torch" in sys.modules and any(os.environ.get(k) != v for k, v in PORTABLE_ENVIRONMENT.items()):
+        if "torch" in sys.modules and not portable_pinned():
             raise NumericsError("torch was imported before the portable code path could be pinned")
         os.environ.update(PORTABLE_ENVIRONMENT)
         threads = PORTABLE_THREADS
@@ -96,6 +96,11 @@ def pin(profile: str, threads: int | None = None) -> int:
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     return torch.get_num_threads()
+
+
+def portable_pinned() -> bool:
+    """Whether this process computes on the portable code path."""
+    return all(os.environ.get(key) == value for key, value in PORTABLE_ENVIRONMENT.items())
 
 
 def portable_threads_error(given: str) -> str:
