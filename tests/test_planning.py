@@ -326,6 +326,16 @@ def test_usable_names_pass_and_the_schema_states_the_same_rule():
     "change, message",
     [
         (
+            lambda c: c["models"]["tiny"].update(arch="cn-clip:ViT-B-16"),
+            "models.tiny.train: clipeval trains open_clip archs only, not 'cn-clip:ViT-B-16': give this model's"
+            " weights (pretrained) instead",
+        ),
+        (
+            lambda c: c["models"]["tiny"].update(arch="hf-transformers:weights/siglip"),
+            "models.tiny.train: clipeval trains open_clip archs only, not 'hf-transformers:weights/siglip': give"
+            " this model's weights (pretrained) instead",
+        ),
+        (
             lambda c: c["models"]["tiny"]["train"].update(dataset="nowhere"),
             "models.tiny.train.dataset: unknown dataset 'nowhere' (known: train, flickr, coco, cifar)",
         ),

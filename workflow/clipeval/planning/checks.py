@@ -21,6 +21,7 @@ from clipeval.models.pretrained import (
     TRANSFORMERS_PREFIX,
     hub_snapshot_parent,
     is_checkpoint_path,
+    is_open_clip,
     weights_folder,
 )
 from clipeval.planning.artifacts import RESULTS
@@ -86,6 +87,11 @@ def check_references(plan: Plan) -> None:
             )
     for name, entry in config["models"].items():
         if "train" in entry:
+            if not is_open_clip(entry["arch"]):
+                raise ConfigError(
+                    f"{location(('models', name, 'train'))}: clipeval trains open_clip archs only, not"
+                    f" {entry['arch']!r}: give this model's weights (pretrained) instead"
+                )
             known(("models", name, "train", "dataset"), entry["train"]["dataset"], "datasets")
         for dataset, files in entry.get("features", {}).items():
             if config["datasets"].get(dataset, {}).get("task") == "probe_train":
