@@ -18,26 +18,21 @@ from clipeval.features.text_span import causal_text_tower, encode_text_block, sp
 from clipeval.models.build import build_model
 
 WORDS = "a dog cat red blue photo of the on street man riding wave".split()
-# A text tower of a real model's proportions (77 positions, heads of 64) at a test's cost; and one like
-# SigLIP's, which attends to every position and reads the last.
+SMALL_TEXT = {"width": 64, "heads": 2, "layers": 1, "context_length": 77, "vocab_size": 49408}
+# Model configs beside clipeval-tiny: a text tower of a real model's proportions (77 positions, heads of 64) at
+# a test's cost; the same kind of tower held apart from the model, as open_clip's custom_text configs (EVA's)
+# build it (a CustomTextCLIP); and one like SigLIP's, which attends to every position and reads the last.
 TOWERS = {
-    "span-causal": {"width": 128, "heads": 2, "layers": 2, "context_length": 77, "vocab_size": 49408},
-    "span-bidirectional": {
-        "width": 64,
-        "heads": 2,
-        "layers": 1,
-        "context_length": 77,
-        "vocab_size": 49408,
-        "no_causal_mask": True,
-        "pool_type": "last",
-    },
+    "span-causal": {"text_cfg": {**SMALL_TEXT, "width": 128, "layers": 2}},
+    "span-custom": {"text_cfg": SMALL_TEXT, "custom_text": True},
+    "span-bidirectional": {"text_cfg": {**SMALL_TEXT, "no_causal_mask": True, "pool_type": "last"}},
 }
 
 
 def register_towers(folder):
     vision = {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16}
-    for name, text in TOWERS.items():
-        (folder / f"{name}.json").write_text(json.dumps({"embed_dim": 32, "vision_cfg": vision, "text_cfg": text}))
+    for name, config in TOWERS.items():
+        (folder / f"{name}.json").write_text(json.dumps({"embed_dim": 32, "vision_cfg": vision, **config}))
     open_clip.add_model_config(folder)
 
 
@@ -102,7 +97,8 @@ from clipeval.models.numerics import pin
 pin(sys.argv[1])
 from test_text_span import blocks_unlike_the_full_context, register_towers
 register_towers(pathlib.Path(sys.argv[2]))
-cases = [("clipeval-tiny", "fp32"), ("clipeval-tiny", "bf16"), ("clipeval-tiny", "amp"), ("span-causal", "fp32")]
+cases = [("clipeval-tiny", "fp32"), ("clipeval-tiny", "bf16"), ("clipeval-tiny", "amp"), ("span-causal", "fp32"),
+         ("span-custom", "fp32")]
 print(json.dumps({" ".join(case): blocks_unlike_the_full_context(*case) for case in cases}))
 """
 
@@ -121,6 +117,7 @@ def test_text_features_are_the_full_context_bits_whatever_the_longest_caption(re
         "clipeval-tiny bf16": [],
         "clipeval-tiny amp": [],
         "span-causal fp32": [],
+        "span-custom fp32": [],
     }
 
 
@@ -148,3 +145,5 @@ def test_towers_that_attend_to_later_positions_are_encoded_whole(registered, tin
     model, _, _ = build_model("span-bidirectional", None)
     assert causal_text_tower(model) is None
     assert causal_text_tower(build_model("clipeval-tiny", str(tiny_checkpoint))[0]) is not None
+    custom, _, _ = build_model("span-custom", None)
+    assert type(custom).__name__ == "CustomTextCLIP" and causal_text_tower(custom) is not None
