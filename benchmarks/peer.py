@@ -19,8 +19,8 @@ time:
 
 Captions run from 7 to 29 words, 12.3 on average as Flickr30k's (whose
 longest run longer): a block's longest caption decides how far clipeval
-encodes it. The last
-row compares the R@1/5/10 both report for the first model.
+encodes it. The last row compares the R@1/5/10 both report for the first
+model.
 """
 
 import argparse

@@ -15,8 +15,9 @@ context, and every other operation works on each position alone. Under the
 portable profile every library runs AVX2 kernels or narrower (8 float32
 lanes); natively MKL and oneDNN may run AVX-512 ones (16), and a cut of 8
 there was seen to change the last bits. tests/test_text_span.py holds
-extraction to the full context's bits under both profiles, for captions of
-every length. Only x86-64 CPUs take the cut, where that was seen; elsewhere,
+extraction to the full context's bits under both profiles, in fp32, bf16
+and amp, for blocks whose longest caption ends at every place in a vector.
+Only x86-64 CPUs take the cut, where that was seen; elsewhere,
 and for every other text tower, a block is encoded at the full context, as
 the model's own encode_text does.
 """
