@@ -32,9 +32,9 @@ run: $(INSTALLED)
 test: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
-# The unit tests alone (no workflow runs): under two minutes on two cores.
+# The unit tests alone (no workflow runs, no slow command chains): under two minutes on two cores.
 test-fast: $(INSTALLED)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not workflow"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not workflow and not slow"
 
 # After a change that moves the default experiment's numbers: run it and put
 # its headline into README.md (a test compares the two).

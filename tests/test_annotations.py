@@ -242,6 +242,7 @@ def test_malformed_annotation_json(tmp_path):
     assert result.returncode == 1 and "captions_val2017.json: malformed JSON" in result.stderr
 
 
+@pytest.mark.slow
 def test_workflow_plans_the_new_formats(tmp_path):
     workdir = copy_workflow(tmp_path / "experiment")
     karpathy_flickr(workdir)

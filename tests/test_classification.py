@@ -112,6 +112,7 @@ def test_bad_labels_and_classes_are_named(tmp_path):
         align_labels(np.array([1]), np.array([1, 4]), np.array([0, 1]), "feats.jsonl")
 
 
+@pytest.mark.slow
 def test_cli_chain(tmp_path, tiny_checkpoint):
     from conftest import run_cli
 

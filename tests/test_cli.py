@@ -6,6 +6,10 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+# Each test reads the output of one chain of commands run as a user would (the `chain` fixture, tens of
+# seconds): make test-fast leaves the file out.
+pytestmark = pytest.mark.slow
+
 
 def read_lines(path):
     return [json.loads(line) for line in open(path)]

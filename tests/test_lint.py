@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 from snakemake_runner import snakemake
 
@@ -14,6 +15,7 @@ def run(*command):
     return subprocess.run([str(BIN / command[0]), *command[1:]], cwd=REPO, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_snakemake_lint_is_clean():
     result = snakemake(REPO, "--lint")
     output = result.stdout + result.stderr

@@ -92,6 +92,7 @@ def test_features_from_stored_pixels_are_the_bits_of_decoding(tiny_checkpoint, v
         assert np.array_equal(from_pixels, whole[start:stop])
 
 
+@pytest.mark.slow
 def test_extract_features_reads_stored_pixels_and_decodes_where_none_are_stored(
     tiny_checkpoint, varied_store, tmp_path
 ):
@@ -116,6 +117,7 @@ def test_extract_features_reads_stored_pixels_and_decodes_where_none_are_stored(
     assert outputs["stored"] == outputs["unstored"]
 
 
+@pytest.mark.slow
 def test_pixels_of_another_recipe_are_refused(tiny_checkpoint, varied_store, tmp_path):
     folders = decode_pixels(varied_store, "64x64-squash-bicubic-fill0", tmp_path)
     result = extract_with_tiny(

@@ -135,6 +135,7 @@ def test_report_commands_write_figures_and_their_numbers(tmp_path):
     assert not (tmp_path / "classes.png").exists()
 
 
+@pytest.mark.slow
 def test_the_gallery_commands_refuse_bad_counts_and_the_wrong_ranks_record(shapes_dataset, tmp_path):
     outputs = {"--t2i-output": tmp_path / "t2i.png", "--i2t-output": tmp_path / "i2t.png"}
 

@@ -126,6 +126,7 @@ def write_image(path, colour):
     Image.new("RGB", (8, 8), colour).save(path)
 
 
+@pytest.mark.slow
 def test_a_new_format_is_one_module_and_one_schema_entry(tmp_path):
     workdir = copy_workflow(tmp_path / "workflow")
     (workdir / "workflow/clipeval/data/sources/numbered.py").write_text(NUMBERED_FILES)

@@ -278,6 +278,7 @@ def test_ranking_metrics_get_columns_in_the_summary_and_the_report_table(tmp_pat
     assert headers == per_direction * 2 + ["Rsum", "mean recall"]
 
 
+@pytest.mark.slow
 def test_a_sweep_of_10000_pairs_reaches_the_summary_and_the_tables_through_an_arguments_file(tmp_path):
     """What the workflow does for every command whose list grows with a sweep: the words go to a file (one
     command line could not hold them), and the command reads them back in order."""

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from warm_jobs import THREAD_VARIABLES, WarmJobs
 
+# Its servers import torch and the plotting libraries before the first test: make test-fast leaves it out.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):

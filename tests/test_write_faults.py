@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from conftest import run_cli
 from snakemake_runner import copy_workflow, snakemake
 
@@ -86,6 +87,7 @@ def test_a_digest_cache_that_cannot_be_written_changes_no_digest(tmp_path):
     assert (folder_digest(tmp_path / "images", blocked), file_digest(tmp_path / "images/1.png", blocked)) == expected
 
 
+@pytest.mark.slow
 def test_planning_that_cannot_write_an_arguments_file_stops_with_one_line(tmp_path):
     """The file is written while Snakemake builds its DAG, after its own opening lines: the error is the last
     line, with no traceback."""
