@@ -40,7 +40,7 @@ SETTINGS = {
 PROBE = r"""
 import json, sys, time
 import torch, open_clip
-from clipeval.features.text_span import encode_text_block
+from clipeval.features.text_span import unit_caption_features
 from peer import captions
 torch.set_num_threads(2)
 torch.manual_seed(0)
@@ -56,7 +56,8 @@ def best(encode, data, repeats):
     return min(times[1:])
 with torch.inference_mode():
     repeats = int(sys.argv[1])
-    text, cut = best(model.encode_text, tokens, repeats), best(lambda t: encode_text_block(model, t), tokens, repeats)
+    text = best(model.encode_text, tokens, repeats)
+    cut = best(lambda t: unit_caption_features(model, t), tokens, repeats)
     print(json.dumps({"text": text, "cut": cut, "image": best(model.encode_image, images, repeats)}))
 """
 

@@ -57,7 +57,7 @@ def test_features_do_not_depend_on_how_the_images_are_split(tiny, shapes_dataset
 
 
 def test_forward_blocks_line_up_with_the_whole_list():
-    from clipeval.features.encode import forward_blocks
+    from clipeval.features.sharding import forward_blocks
 
     assert list(forward_blocks(0, 150, 150, 64)) == [0, 64, 128]
     assert list(forward_blocks(50, 100, 150, 64)) == [0, 64]
@@ -66,6 +66,20 @@ def test_forward_blocks_line_up_with_the_whole_list():
     assert list(forward_blocks(7, 7, 150, 64)) == []
     with pytest.raises(ValueError):
         forward_blocks(0, 151, 150, 64)
+
+
+def test_a_short_block_is_padded_with_its_last_row_and_a_full_one_is_left_alone():
+    import numpy as np
+    import torch
+
+    from clipeval.features.sharding import FORWARD_BLOCK, padded_block
+
+    rows = torch.arange(6).reshape(3, 2)
+    padded = padded_block(rows)
+    assert padded.shape == (FORWARD_BLOCK, 2) and padded[:3].tolist() == rows.tolist()
+    assert (padded[3:] == rows[-1]).all()
+    full = np.zeros((FORWARD_BLOCK, 4))
+    assert padded_block(full) is full
 
 
 def test_shards_are_consecutive_runs_of_ids():

@@ -14,7 +14,7 @@ from conftest import REPO, collected
 
 from clipeval.features.encode import iter_text_features, prepare_model_for_precision
 from clipeval.features.sharding import FORWARD_BLOCK
-from clipeval.features.text_span import causal_text_tower, encode_text_block, span, vector_lanes
+from clipeval.features.text_span import block_order, causal_text_tower, span, unit_caption_features, vector_lanes
 from clipeval.models.build import build_model
 
 WORDS = "a dog cat red blue photo of the on street man riding wave".split()
@@ -98,7 +98,7 @@ pin(sys.argv[1])
 from test_text_span import blocks_unlike_the_full_context, register_towers
 register_towers(pathlib.Path(sys.argv[2]))
 cases = [("clipeval-tiny", "fp32"), ("clipeval-tiny", "bf16"), ("clipeval-tiny", "amp"), ("span-causal", "fp32"),
-         ("span-custom", "fp32")]
+         ("span-custom", "fp32"), ("span-bidirectional", "fp32")]
 print(json.dumps({" ".join(case): blocks_unlike_the_full_context(*case) for case in cases}))
 """
 
@@ -119,18 +119,27 @@ def test_text_features_are_the_full_context_bits_whatever_the_longest_caption(re
         "clipeval-tiny amp": [],
         "span-causal fp32": [],
         "span-custom fp32": [],
+        "span-bidirectional fp32": [],
     }
 
 
-def test_a_block_runs_through_the_tower_only_as_far_as_its_longest_caption(registered):
+def test_blocks_of_like_length_run_through_the_tower_only_as_far_as_their_longest_caption(registered):
     torch.manual_seed(0)
     model, _, tokenizer = build_model("span-causal", None)
     lengths = []
     model.transformer.register_forward_pre_hook(lambda _, inputs: lengths.append(inputs[0].shape[1]))
-    tokens = tokenizer(captions_reading_at([3, 9, 5], seed=1))
+    # Short and long captions taking turns: in file order each block would reach the long ones' length.
+    read_positions = [3, 20] * FORWARD_BLOCK
+    tokens = tokenizer(captions_reading_at(read_positions, seed=1))
     with torch.inference_mode():
-        encode_text_block(model, tokens)
-    assert lengths == [16 if vector_lanes() else 77]
+        features = unit_caption_features(model, tokens)
+    lanes = vector_lanes()
+    assert lengths == ([span(torch.tensor([p]), 77, lanes) for p in (3, 20)] if lanes else [77, 77])
+    assert features.shape == (len(read_positions), 32)
+
+
+def test_captions_are_blocked_by_read_position_ties_in_file_order():
+    assert block_order(torch.tensor([7, 3, 7, 1, 3])).tolist() == [3, 1, 4, 0, 2]
 
 
 def test_the_span_reaches_the_last_read_position_in_whole_vectors():

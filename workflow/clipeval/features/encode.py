@@ -13,8 +13,8 @@ from clipeval.data.image_lmdb import ImageStore
 from clipeval.errors import ClipevalError
 from clipeval.features.image_loader import image_batches
 from clipeval.features.pixels import device_normalize, host_rows, model_input, split_transform
-from clipeval.features.sharding import FORWARD_BLOCK, block_span, forward_blocks
-from clipeval.features.text_span import encode_text_block
+from clipeval.features.sharding import FORWARD_BLOCK, block_span, padded_block
+from clipeval.features.text_span import WINDOW, unit_caption_features
 
 PRECISIONS = ("fp32", "fp16", "bf16", "amp")
 # Blocks of stored pixels read ahead of the model (by READERS threads: a copy releases the GIL), and blocks a
@@ -45,18 +45,6 @@ def prepare_model_for_precision(model, precision: str, device: str):
         amp_dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
         return model, torch.float32, lambda: torch.autocast(device_type=device_type, dtype=amp_dtype)
     return model, torch.float32, contextlib.nullcontext
-
-
-def _padded(batch: torch.Tensor, size: int) -> torch.Tensor:
-    """Repeat the last row up to `size` rows (only the list's final block is short)."""
-    missing = size - len(batch)
-    if missing <= 0:
-        return batch
-    return torch.cat([batch, batch[-1:].expand(missing, *batch.shape[1:])])
-
-
-def _normalised(features: torch.Tensor) -> np.ndarray:
-    return F.normalize(features.float(), dim=-1).cpu().numpy()
 
 
 def _check_finite(matrix: np.ndarray, ids: np.ndarray, what: str, precision: str) -> None:
@@ -134,7 +122,7 @@ def _unit_rows_on_host(model, blocks, device):
     def queued():
         for block in blocks:
             # All 64 rows are normalised, as a row's bits may depend on the shape it is computed in.
-            unit = F.normalize(model.encode_image(_padded(block, FORWARD_BLOCK)).float(), dim=-1)
+            unit = F.normalize(model.encode_image(padded_block(block)).float(), dim=-1)
             copy = unit.to("cpu", non_blocking=on_gpu)
             done = torch.cuda.Event() if on_gpu else None
             if done is not None:
@@ -202,19 +190,22 @@ def iter_image_features(
 
 
 def iter_text_features(model, tokenizer, text_ids: np.ndarray, texts: list[str], *, batch_size, device, precision):
-    """Yield (ids, float32 unit rows) block by block, in file order.
+    """Yield (ids, float32 unit rows) window by window, in file order.
 
-    Captions go through the model in the same fixed blocks as images, so
-    `batch_size` changes nothing here; each block only as far as its longest
-    caption reaches, to the full context's bits (features/text_span.py).
+    Captions go through the model in fixed blocks of FORWARD_BLOCK, like
+    images, so `batch_size` changes nothing here; each block only as far as
+    its longest caption reaches, to the full context's bits, and made of
+    captions of like length (features/text_span.py).
     """
     model, _, autocast = prepare_model_for_precision(model, precision, device)
-    with torch.inference_mode(), autocast():
-        for start in tqdm(forward_blocks(0, len(texts), len(texts)), desc="texts", unit="block", mininterval=5):
-            tokens = tokenizer(texts[start : start + FORWARD_BLOCK])
-            matrix = _normalised(encode_text_block(model, _padded(tokens, FORWARD_BLOCK).to(device)))[: len(tokens)]
+    progress = tqdm(total=len(texts), desc="texts", unit="caption", mininterval=5)
+    with torch.inference_mode(), autocast(), progress:
+        for start in range(0, len(texts), WINDOW):
+            tokens = tokenizer(texts[start : start + WINDOW])
+            matrix = unit_caption_features(model, tokens.to(device)).cpu().numpy()
             ids = text_ids[start : start + len(tokens)]
             _check_finite(matrix, ids, "text_id", precision)
+            progress.update(len(tokens))
             yield ids, matrix
 
 

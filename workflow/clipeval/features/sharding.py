@@ -43,6 +43,14 @@ def forward_blocks(start: int, stop: int, total: int, block: int = FORWARD_BLOCK
     return range(start // block * block, stop if stop > start else 0, block)
 
 
+def padded_block(rows):
+    """A block's rows (a tensor or an array) with its last row repeated up to FORWARD_BLOCK: only the list's
+    final block is short."""
+    if len(rows) >= FORWARD_BLOCK:
+        return rows
+    return rows[list(range(len(rows))) + [len(rows) - 1] * (FORWARD_BLOCK - len(rows))]
+
+
 def block_span(start: int, stop: int, total: int) -> tuple[int, int]:
     """[first, last): the positions the blocks covering [start, stop) hold, which a shard's job computes."""
     blocks = forward_blocks(start, stop, total)

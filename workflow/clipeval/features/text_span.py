@@ -20,19 +20,31 @@ and amp, for blocks whose longest caption ends at every place in a vector.
 Only x86-64 CPUs take the cut, where that was seen; elsewhere,
 and for every other text tower, a block is encoded at the full context, as
 the model's own encode_text does.
+
+Where the cut is taken, a block is made of captions of like length: the
+captions of each window of WINDOW are put in order of their read position
+(ties in file order) before they are cut into blocks, so that one long
+caption does not carry 63 short ones to its length. The blocks depend on
+the caption file alone, as file-order blocks do; which block a caption
+lands in was not seen to change its bits (the same test holds extraction
+to the full context's blocks in file order). The window bounds what is held.
 """
 
 from dataclasses import dataclass
 
 import open_clip
 import torch
+import torch.nn.functional as F
 
+from clipeval.features.sharding import FORWARD_BLOCK, padded_block
 from clipeval.models.numerics import portable_pinned
 
 # The x86-64 code paths torch reports, whose vector kernels the cut was seen to keep the bits of.
 X86_CAPABILITIES = ("AVX2", "AVX512")
 PORTABLE_LANES = 8
 NATIVE_LANES = 16
+# Captions put in order of length together: 64 blocks, a few megabytes of tokens and features.
+WINDOW = 64 * FORWARD_BLOCK
 
 
 @dataclass(frozen=True)
@@ -109,11 +121,30 @@ def vector_lanes() -> int | None:
     return PORTABLE_LANES if portable_pinned() else NATIVE_LANES
 
 
-def encode_text_block(model, tokens: torch.Tensor) -> torch.Tensor:
-    """model.encode_text(tokens), its bits, computed only as far as the block's captions reach where that is
-    known to keep them."""
+def block_order(read_positions: torch.Tensor) -> torch.Tensor:
+    """The rows in the order they are cut into blocks: by read position, ties in their own order."""
+    return torch.sort(read_positions, stable=True).indices
+
+
+def unit_caption_features(model, tokens: torch.Tensor) -> torch.Tensor:
+    """The float32 unit features of every row of `tokens` (at most WINDOW), in row order: model.encode_text's
+    bits, computed and normalised in blocks of FORWARD_BLOCK as images are. Where the cut keeps the bits, the
+    blocks are of captions of like length, each cut after its longest caption; elsewhere they are the rows in
+    order, at the whole context."""
     tower = causal_text_tower(model)
     lanes = vector_lanes()
     if tower is None or lanes is None or tokens.device.type != "cpu":
-        return model.encode_text(tokens)
-    return tower.encode(tokens[:, : span(tower.read_positions(tokens), tokens.shape[1], lanes)])
+        order, encode = torch.arange(len(tokens), device=tokens.device), model.encode_text
+    else:
+        order = block_order(tower.read_positions(tokens))
+
+        def encode(block):
+            return tower.encode(block[:, : span(tower.read_positions(block), block.shape[1], lanes)])
+
+    features = None
+    for rows in order.split(FORWARD_BLOCK):
+        unit = F.normalize(encode(padded_block(tokens[rows])).float(), dim=-1)[: len(rows)]
+        if features is None:
+            features = unit.new_empty((len(tokens), unit.shape[1]))
+        features[rows] = unit
+    return features
