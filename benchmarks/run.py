@@ -50,7 +50,8 @@ class Tee(io.TextIOBase):
         self.terminal.flush()
 
 
-# Tables recorded on machines `make bench` does not run on (a lent GPU), each with its command and stack.
+# Tables recorded where `make bench` cannot run them (a lent GPU, a caption set that does not ship), each with
+# its command and what it ran on.
 RECORDED = Path(__file__).resolve().parent / "recorded"
 
 
