@@ -74,6 +74,34 @@ def test_a_hugging_face_tokenizer_counts_its_unknown_tokens(xlm_roberta_folder, 
     assert (record["with_unknown_tokens"], record["unknown_text_ids"]) == (2, [11, 13])
 
 
+def siglip_tokenizer():
+    """open_clip's SigLipTokenizer around a small word-level vocabulary: its own sentencepiece ones are
+    downloads, and its cleaning, which this checks, happens before the vocabulary is used."""
+    from open_clip.tokenizer import SigLipTokenizer
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<pad>", "</s>", "<unk>", "a", "red", "circle", "on", "mat", ",", "!", "A"]
+    core = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()  # punctuation is a word of its own
+    core.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    tokenizer = SigLipTokenizer.__new__(SigLipTokenizer)
+    tokenizer.tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
+    tokenizer.context_length = 64
+    return tokenizer
+
+
+def test_siglip_s_tokenizer_is_counted_on_the_text_it_cleans():
+    tokenizer = siglip_tokenizer()
+    # SigLIP lower-cases and drops punctuation before it tokenizes: "A red circle, on a mat!" is 6 words.
+    texts = ["A red circle, on a mat!", "a  red\tcircle", "a blue circle"]
+    fits = caption_fits(tokenizer, texts)
+    assert [fit.tokens for fit in fits] == nonpadding_counts(tokenizer(texts, context_length=UNCUT), 0) == [7, 4, 4]
+    assert [fit.unknown for fit in fits] == [0, 0, 1]  # "blue" is not in the vocabulary
+
+
 def test_chinese_clip_s_tokenizer_counts_its_unk_word_pieces():
     pytest.importorskip("cn_clip", reason="cn_clip is installed by `make` without its dependencies")
     from cn_clip.clip import _tokenizer

@@ -25,8 +25,20 @@ def caption_fits(tokenizer, texts: list[str]) -> list[CaptionFit]:
         return tokenizer.fits(texts)
     if hasattr(tokenizer, "encode") and hasattr(tokenizer, "sot_token_id"):  # open_clip's SimpleTokenizer
         return [CaptionFit(len(tokenizer.encode(text)) + 2, 0) for text in texts]
-    clean = getattr(tokenizer, "clean_fn", None)  # open_clip's HFTokenizer cleans before it tokenizes
-    return transformers_fits(tokenizer.tokenizer, [clean(text) for text in texts] if clean else texts)
+    return transformers_fits(tokenizer.tokenizer, cleaned(tokenizer, texts))
+
+
+def cleaned(tokenizer, texts: list[str]) -> list[str]:
+    """The texts as an open_clip tokenizer that wraps a transformers one cleans them before it tokenizes:
+    HFTokenizer by its clean_fn; SigLipTokenizer (SigLIP's, in its __call__) by ftfy and whitespace, then
+    lower case with punctuation removed."""
+    from open_clip import tokenizer as open_clip_tokenizer
+
+    if isinstance(tokenizer, open_clip_tokenizer.SigLipTokenizer):
+        clean = open_clip_tokenizer.basic_clean
+        return [open_clip_tokenizer.canonicalize_text(clean(text)) for text in texts]
+    clean = getattr(tokenizer, "clean_fn", None)
+    return [clean(text) for text in texts] if clean else list(texts)
 
 
 def transformers_fits(tokenizer, texts: list[str]) -> list[CaptionFit]:
