@@ -99,8 +99,23 @@ def test_all_holds_out_a_share_of_the_train_split():
     from clipeval.commands.score_probe import shots_value
 
     assert shots_value(ALL) == ALL  # the command spells it without importing the protocol
-    train, validation = validation_split(10, 0.2, np.random.default_rng(3))
+    train, validation = validation_split(10, 0.2, np.random.default_rng(3), "labels.jsonl")
     assert len(validation) == 2 and sorted([*train, *validation]) == list(range(10))
+    train, validation = validation_split(2, 0.2, np.random.default_rng(3), "labels.jsonl")
+    assert len(train) == len(validation) == 1
+
+
+def test_all_with_a_grid_refuses_a_train_split_of_one_image():
+    features, labels = clustered(8)
+    settings = ProbeSettings((ALL,), 1, 0.2, (1e-3, 1e-1))
+    with pytest.raises(ClipevalError) as raised:
+        probe_fits(features[:1], labels[:1], features, 4, settings, list("abcd"), "train/labels.jsonl")
+    assert str(raised.value) == (
+        "train/labels.jsonl: the train split has 1 image, fewer than the 2 that probing on all of it needs (1 to fit"
+        " on and at least one to choose the regularisation)"
+    )
+    one_value = ProbeSettings((ALL,), 1, 0.2, (1e-1,))
+    assert len(probe_fits(features[:1], labels[:1], features, 4, one_value, list("abcd"), "l")[ALL]) == 1
 
 
 def test_draws_follow_the_seed_and_shots_alone():

@@ -76,8 +76,14 @@ def few_shot_split(labels: np.ndarray, num_classes: int, shots: int, validating:
     return np.sort(np.concatenate(train)), validation
 
 
-def validation_split(count: int, share: float, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(train indices, validation indices): a random `share` of the images, at least one, held out."""
+def validation_split(count: int, share: float, rng, where) -> tuple[np.ndarray, np.ndarray]:
+    """(train indices, validation indices): a random `share` of the images, at least one, held out, and at
+    least one left to fit on."""
+    if count < 2:
+        raise ClipevalError(
+            f"{where}: the train split has {count} image{'s' if count != 1 else ''}, fewer than the 2 that probing"
+            " on all of it needs (1 to fit on and at least one to choose the regularisation)"
+        )
     held = min(count - 1, max(1, round(share * count)))
     drawn = rng.permutation(count)
     return np.sort(drawn[held:]), np.sort(drawn[:held])
@@ -118,7 +124,7 @@ def probe_fits(train_x, train_y, test_x, num_classes: int, settings: ProbeSettin
             rng = _generator(shots, seed)
             if shots == ALL:
                 if validating:
-                    fit_part, held = validation_split(len(train_y), settings.validation, rng)
+                    fit_part, held = validation_split(len(train_y), settings.validation, rng, where)
                 else:
                     fit_part, held = np.arange(len(train_y)), np.array([], dtype=np.int64)
                 final = np.arange(len(train_y))
