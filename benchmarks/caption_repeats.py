@@ -17,22 +17,28 @@ and Flickr30k's `*.token.txt` are:
 """
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
 
-from measure import print_table
+from measure import exit_status, print_table
+
+from clipeval.data.captions import load_captions
+from clipeval.errors import ClipevalError
 
 BLOCK = 64
 
 
 def read_captions(path: Path) -> list[str]:
-    """The caption strings of a texts.jsonl or of a tab-separated file with the caption last."""
-    with open(path, encoding="utf-8") as lines:
-        if path.suffix == ".jsonl":
-            return [json.loads(line)["text"] for line in lines if line.strip()]
-        return [line.rstrip("\n").split("\t")[-1] for line in lines if line.strip()]
+    """The caption strings of a texts.jsonl (read as extraction reads it) or of a tab-separated file with the
+    caption last; a file that cannot be read is one ClipevalError line naming it."""
+    if path.suffix == ".jsonl":
+        return load_captions(path).texts
+    try:
+        with open(path, encoding="utf-8") as lines:
+            return [line.rstrip("\n").split("\t")[-1] for line in lines if line.strip()]
+    except (OSError, UnicodeDecodeError) as error:
+        raise ClipevalError(f"{path}: cannot be read as UTF-8 text ({error.__class__.__name__})") from None
 
 
 def repeat_profile(captions: list[str]) -> dict:
@@ -69,4 +75,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_status(main))

@@ -1,6 +1,7 @@
 """benchmarks/caption_repeats.py counts repeated captions and the blocks encoding each once would spare."""
 
 import json
+import subprocess
 import sys
 
 import pytest
@@ -30,3 +31,19 @@ def test_repeats_count_exact_strings_and_spare_only_whole_blocks():
     assert profile["repeated share"] == pytest.approx(64 / 130)
     assert profile["saved share"] == pytest.approx(1 / 3)
     assert repeat_profile(["Same", "same"])["repeated share"] == 0
+
+
+def test_a_file_that_cannot_be_read_is_one_line_naming_it(tmp_path):
+    bad = tmp_path / "texts.jsonl"
+    bad.write_text('{"text_id": 0, "text": "a dog", "image_ids": [0]}\n{"text_id": 1\n')
+    binary = tmp_path / "captions.txt"
+    binary.write_bytes(b"\xff\xfe\x00caption\n")
+    for path, message in [
+        (bad, f"{bad}:2: malformed JSON line"),
+        (binary, f"{binary}: cannot be read as UTF-8 text (UnicodeDecodeError)"),
+        (tmp_path / "missing.txt", f"{tmp_path / 'missing.txt'}: cannot be read as UTF-8 text (FileNotFoundError)"),
+    ]:
+        result = subprocess.run(
+            [sys.executable, str(REPO / "benchmarks/caption_repeats.py"), str(path)], capture_output=True, text=True
+        )
+        assert (result.returncode, result.stderr, result.stdout) == (1, f"caption_repeats.py: error: {message}\n", "")
