@@ -134,16 +134,21 @@ def unit_caption_features(model, tokens: torch.Tensor) -> torch.Tensor:
     tower = causal_text_tower(model)
     lanes = vector_lanes()
     if tower is None or lanes is None or tokens.device.type != "cpu":
-        order, encode = torch.arange(len(tokens), device=tokens.device), model.encode_text
-    else:
-        order = block_order(tower.read_positions(tokens))
+        order = torch.arange(len(tokens), device=tokens.device)
 
-        def encode(block):
-            return tower.encode(block[:, : span(tower.read_positions(block), block.shape[1], lanes)])
+        def encode(rows):
+            return model.encode_text(padded_block(tokens[rows]))
+    else:
+        read_positions = tower.read_positions(tokens)
+        order = block_order(read_positions)
+
+        def encode(rows):
+            # The padding repeats a row of the block, so the block's rows decide its span.
+            return tower.encode(padded_block(tokens[rows])[:, : span(read_positions[rows], tokens.shape[1], lanes)])
 
     features = None
     for rows in order.split(FORWARD_BLOCK):
-        unit = F.normalize(encode(padded_block(tokens[rows])).float(), dim=-1)[: len(rows)]
+        unit = F.normalize(encode(rows).float(), dim=-1)[: len(rows)]
         if features is None:
             features = unit.new_empty((len(tokens), unit.shape[1]))
         features[rows] = unit
