@@ -61,17 +61,24 @@ localrules:
     compositionality_failures,
 
 
-# Before the first job: the cores against the numerics' threads, and the
-# models checked (arch, weights, precision). After the last: this
-# experiment's record, which makes its name this config's (common.smk). A dry
-# run does none of them.
+# Before the first job: the cores against the numerics' threads, the warm
+# jobs' manager started, and the models checked (arch, weights, precision).
+# After the last: the warm jobs' servers stopped, and this experiment's
+# record, which makes its name this config's (common.smk). A dry run does
+# none of them.
 onstart:
     check_cores_as_the_run_starts()
+    start_warm_jobs()
     check_models_as_the_run_starts()
 
 
 onsuccess:
+    stop_warm_jobs()
     write_experiment_record()
+
+
+onerror:
+    stop_warm_jobs()
 
 
 rule all:

@@ -184,7 +184,8 @@ class SharedSmallExperiment:
 @pytest.fixture(scope="session")
 def small_experiment_run(tmp_path_factory):
     """snakemake_runner.SMALL_CONFIG run once for the session (all workers), with Snakemake's between-workflow
-    cache on: tests/test_caching.py re-runs copies of it, tests/test_slurm.py compares a cluster run with it."""
+    cache on and the workflow's own warm jobs (clipeval/warm_jobs/): tests/test_caching.py re-runs copies of it,
+    tests/test_slurm.py compares a cluster run, whose jobs each start an interpreter, with it."""
     from once_per_session import build_once, result_digests, shared_directory
     from snakemake_runner import run_jobs, small_experiment
 
@@ -192,7 +193,7 @@ def small_experiment_run(tmp_path_factory):
         cache = directory / "output-cache"
         cache.mkdir(parents=True)
         workdir = small_experiment(directory / "experiment")
-        ran = run_jobs(workdir, "--cache", env={"SNAKEMAKE_OUTPUT_CACHE": str(cache)})
+        ran = run_jobs(workdir, "--cache", env={"SNAKEMAKE_OUTPUT_CACHE": str(cache), "CLIPEVAL_WARM_JOBS": "1"})
         (directory / "run.json").write_text(json.dumps({"ran": ran, "digests": result_digests(workdir)}))
 
     directory = build_once(shared_directory(tmp_path_factory), "small-experiment", run)

@@ -19,9 +19,11 @@ JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
 
 
 def snakemake(workdir, *args, env=None):
-    """`python -m snakemake ARGS` in `workdir`, run as warm_snakemake.py says; returns the CompletedProcess."""
+    """`python -m snakemake ARGS` in `workdir`, run as warm_snakemake.py says; returns the CompletedProcess. Its
+    jobs run in the suite's own warm servers (warm_jobs.py), not the workflow's, unless `env` sets
+    CLIPEVAL_WARM_JOBS: those start for each run, and the suite runs Snakemake hundreds of times."""
     overrides = env or {}
-    env = {**os.environ, **overrides}
+    env = {**os.environ, "CLIPEVAL_WARM_JOBS": "0", **overrides}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     if needs_fresh_interpreter(overrides):
         command = [sys.executable, "-m", "snakemake", *map(str, args)]

@@ -21,6 +21,7 @@ LAYERS = (
     ("reporting",),
     ("experiments", "leaderboard", "pruning", "config_errors", "codegraph"),
     ("commands", "cli", "__main__"),
+    ("warm_jobs",),
     ("planning",),
 )
 LAYER_OF = {name: index for index, names in enumerate(LAYERS) for name in names}

@@ -30,6 +30,8 @@ from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
 from clipeval.planning.series import expand_checkpoint_series
 from clipeval.storage.jsonl import write_json
+from clipeval.warm_jobs.decide import wanted as wanted_warm_jobs
+from clipeval.warm_jobs.manager import WarmJobs
 
 ENV_FILE = "../../envs/clipeval.yaml"
 
@@ -38,14 +40,18 @@ ENV_FILE = "../../envs/clipeval.yaml"
 # Without conda, jobs use the Python that runs Snakemake (a virtualenv's
 # snakemake works without activating the virtualenv).
 _use_conda = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-shell.prefix(
-    "set -euo pipefail; "
+
+
+def job_prefix(first_on_path=()):
+    """What each job's shell runs first: the package on PYTHONPATH, and `first_on_path` then this Python's
+    folder first on PATH (not under conda)."""
+    folders = [*map(str, first_on_path), str(Path(sys.executable).parent)]
+    path = "" if _use_conda else f"export PATH={':'.join(map(shlex.quote, folders))}:$PATH; "
     # Braces are doubled: Snakemake formats the prefix like a shell command.
-    + "export PYTHONPATH="
-    + shlex.quote(str(PACKAGE_DIR.parent))
-    + "${{PYTHONPATH:+:$PYTHONPATH}}; "
-    + ("" if _use_conda else f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH; ")
-)
+    return f"set -euo pipefail; export PYTHONPATH={shlex.quote(str(PACKAGE_DIR.parent))}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; {path}"
+
+
+shell.prefix(job_prefix())
 
 # Speed knobs change how fast a stage runs, never what it writes. They reach
 # rules as resources, which Snakemake does not compare between runs, so
@@ -164,6 +170,24 @@ def check_cores_as_the_run_starts():
         fail(str(error))
 
 
+WARM_JOBS = None
+
+
+def start_warm_jobs():
+    """Jobs of a local run fork from servers that imported their libraries already (clipeval/warm_jobs/);
+    elsewhere, or with CLIPEVAL_WARM_JOBS=0, each job starts its own interpreter. The same bytes either way."""
+    global WARM_JOBS
+    if wanted_warm_jobs(local_cores(), workflow.deployment_settings.deployment_method):
+        return
+    WARM_JOBS = WarmJobs(config["numerics"], Path("logs/warm_jobs.log"))
+    shell.prefix(job_prefix([WARM_JOBS.start()]))
+
+
+def stop_warm_jobs():
+    if WARM_JOBS is not None:
+        WARM_JOBS.close()
+
+
 def check_models_as_the_run_starts():
     """Each model's arch, weights and precision, checked before the first job (planning/model_checks.py).
     Not under --sdm conda, whose Snakemake may lack torch: the jobs check the same themselves."""
@@ -175,7 +199,11 @@ def check_models_as_the_run_starts():
             check_device=local_cores() is not None,
             content_digest=content_digest,
             code=code_fingerprint("check-models", model_backends=PLAN.model_backends(list(config["models"]))),
-            run_check=functools.partial(check_in_subprocess, package_parent=PACKAGE_DIR.parent),
+            run_check=functools.partial(
+                check_in_subprocess,
+                package_parent=PACKAGE_DIR.parent,
+                first_on_path=[WARM_JOBS.bin] if WARM_JOBS else [],
+            ),
         )
     except ConfigError as error:
         fail(str(error))

@@ -10,6 +10,8 @@ LIBRARIES = ("numpy",)
 # (Haswell's; an AMD CPU's Zen kernels are the same code) run alike on every x86-64 CPU with AVX2, as
 # portable numerics' torch kernels do. Set before numpy loads OpenBLAS.
 BLAS_KERNELS = "Haswell"
+# So it starts an interpreter of its own, never a fork of a warm job's server that has loaded numpy (warm_jobs/).
+WARM_START = False
 
 
 def shots_value(text: str):

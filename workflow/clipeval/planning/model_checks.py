@@ -75,12 +75,14 @@ ONE_THREAD_VARIABLES = (
 )  # fmt: skip
 
 
-def check_in_subprocess(words: list[str], package_parent: Path) -> list[str]:
-    """The problem lines of `clipeval check-models WORDS`, run as the workflow's jobs are: by the `python` beside
-    the interpreter that runs Snakemake, with the package of this checkout, on one thread (it computes nothing)."""
+def check_in_subprocess(words: list[str], package_parent: Path, first_on_path=()) -> list[str]:
+    """The problem lines of `clipeval check-models WORDS`, run as the workflow's jobs are: by the `python` first
+    on `first_on_path` (a warm run's), else beside the interpreter that runs Snakemake, with the package of this
+    checkout, on one thread (it computes nothing)."""
+    folders = [*map(str, first_on_path), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
     environment = {
         **os.environ,
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PATH": os.pathsep.join(folders),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(package_parent), os.environ.get("PYTHONPATH")])),
         **dict.fromkeys(ONE_THREAD_VARIABLES, "1"),
     }

@@ -1,0 +1,142 @@
+"""Warm jobs (clipeval/warm_jobs/): which server may run a job, and a job run in a fork against the same job run
+in a new interpreter. The workflow's own runs of them are checked in test_caching.py (the small experiment runs
+warm), test_slurm.py (a cluster run, which starts none, gives the same bytes) and test_caching.py's kill test."""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import REPO
+
+from clipeval.features.feature_files import write_features
+from clipeval.warm_jobs.decide import ServerKey, differing_variables, server_key, wanted
+from clipeval.warm_jobs.manager import WarmJobs
+
+JOB = {"OMP_NUM_THREADS": "2", "PATH": "/bin", "HOME": "/root"}
+
+
+def clipeval_args(*words):
+    return ["-m", "clipeval", *words]
+
+
+def test_a_torch_command_forks_from_a_server_of_its_profile_and_threads():
+    assert server_key(clipeval_args("extract-features", "--numerics", "portable"), JOB, "portable") == (
+        ServerKey("torch", "portable", "2"),
+        "",
+    )
+    assert server_key(clipeval_args("train", "--numerics=native"), JOB, "portable")[0] == ServerKey(
+        "torch", "native", "2"
+    )
+    # A torch command that takes no profile (it computes nothing) joins the run's.
+    assert server_key(clipeval_args("decode-pixels"), JOB, "native")[0] == ServerKey("torch", "native", "2")
+    assert server_key(clipeval_args("score-retrieval"), {**JOB, "OMP_NUM_THREADS": "1"}, "portable")[0] == ServerKey(
+        "plain", None, "1"
+    )
+    assert ServerKey("torch", "portable", "2").name == "torch-portable-2"
+
+
+def test_jobs_a_fork_cannot_run_as_a_new_interpreter_would_start_one():
+    assert server_key(["-m", "snakemake"], JOB, "portable") == (None, "not a clipeval command")
+    assert server_key(clipeval_args("no-such-command"), JOB, "portable") == (None, "not a clipeval command")
+    # score-probe holds OpenBLAS to its kernels before numpy loads.
+    assert server_key(clipeval_args("score-probe"), JOB, "portable") == (
+        None,
+        "sets what its libraries read as they load",
+    )
+    clash = {**JOB, "MKL_CBWR": "AUTO"}
+    assert server_key(clipeval_args("train", "--numerics", "portable"), clash, "portable") == (None, "sets MKL_CBWR")
+    assert server_key(clipeval_args("train", "--numerics", "native"), clash, "portable")[0] is not None
+
+
+def test_only_variables_read_at_run_time_may_differ_from_the_servers_first_job():
+    assert differing_variables({**JOB, "PATH": "/usr/bin", "TMPDIR": "/scratch"}, JOB) == []
+    assert differing_variables({**JOB, "CUDA_VISIBLE_DEVICES": "1"}, JOB) == ["CUDA_VISIBLE_DEVICES"]
+    assert differing_variables({k: v for k, v in JOB.items() if k != "HOME"}, JOB) == ["HOME"]
+
+
+def test_warm_jobs_start_only_for_local_jobs_in_this_interpreter():
+    assert wanted(2, set(), environ={}) == ""
+    assert wanted(None, set(), environ={}) == "jobs run on a cluster"
+    assert wanted(2, {"conda"}, environ={}) == "jobs run in their own software environment"
+    assert wanted(2, set(), environ={"CLIPEVAL_WARM_JOBS": "0"}) == "CLIPEVAL_WARM_JOBS=0"
+
+
+@pytest.fixture
+def warm_jobs(tmp_path):
+    jobs = WarmJobs("portable", tmp_path / "logs/warm_jobs.log")
+    jobs.start()
+    yield jobs
+    jobs.close()
+
+
+def job_environment(first_on_path):
+    return {
+        **os.environ,
+        "PATH": os.pathsep.join([str(first_on_path), os.environ["PATH"]]),
+        "PYTHONPATH": str(REPO / "workflow"),
+        "OMP_NUM_THREADS": "1",
+    }
+
+
+def run_both(warm_jobs, tmp_path, *words):
+    """The command run by the warm run's `python` and by a new interpreter: {how: (status, output, stderr)}."""
+    results = {}
+    for how, python in (("warm", warm_jobs.bin / "python"), ("cold", sys.executable)):
+        output = tmp_path / how / "gathered.jsonl"
+        output.parent.mkdir()
+        result = subprocess.run(
+            [str(python), *clipeval_args(*words, "--output", str(output))],
+            cwd=tmp_path,
+            env=job_environment(warm_jobs.bin),
+            capture_output=True,
+            text=True,
+        )
+        results[how] = (result.returncode, output.read_bytes() if output.exists() else None, result.stderr)
+    return results
+
+
+def test_a_forked_job_writes_the_bytes_and_says_the_words_of_a_new_interpreter(warm_jobs, tmp_path):
+    rng = np.random.default_rng(0)
+    write_features(tmp_path / "shard.jsonl", "image_id", np.arange(5), rng.normal(size=(5, 8)).astype(np.float32))
+    results = run_both(warm_jobs, tmp_path, "gather-features", "shard.jsonl", "--id-key", "image_id")
+    assert results["warm"] == results["cold"] and results["warm"][0] == 0 and results["warm"][1]
+    missing = run_both(warm_jobs, tmp_path / "..", "gather-features", "missing.jsonl")
+    assert missing["warm"] == missing["cold"] and missing["warm"][0] == 1 and missing["warm"][1] is None
+    assert missing["warm"][2].startswith("clipeval: error: ") and len(missing["warm"][2].splitlines()) == 1
+    log = (tmp_path / "logs/warm_jobs.log").read_text().splitlines()
+    assert log == ["warm plain-1 gather-features"] * 2
+
+
+def opened_by_a_reader(fifo, seconds=60):
+    """The write end of `fifo`, once some process has opened it to read."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader yet
+            assert time.monotonic() < deadline, "the job never opened its input"
+            time.sleep(0.05)
+
+
+def test_a_job_whose_python_is_killed_is_interrupted_in_its_fork(warm_jobs, tmp_path):
+    fifo = tmp_path / "arguments.json"
+    os.mkfifo(fifo)  # opening it to read waits for a writer: the job waits as long as the test wants
+    log = tmp_path / "job.log"
+    with open(log, "w") as stderr:
+        job = subprocess.Popen(
+            [str(warm_jobs.bin / "python"), *clipeval_args("gather-features", "--arguments-file", str(fifo))],
+            cwd=tmp_path,
+            env=job_environment(warm_jobs.bin),
+            stderr=stderr,
+        )
+        writer = opened_by_a_reader(fifo)  # the fork runs the job: it opened the file, and now waits to read it
+        job.kill()
+        job.wait()
+        deadline = time.monotonic() + 60
+    while log.read_text() == "" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert log.read_text() == "clipeval: gather-features interrupted (Ctrl-C); it left no output\n"
+    os.close(writer)

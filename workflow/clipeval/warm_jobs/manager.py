@@ -1,0 +1,116 @@
+"""The manager of a run's warm jobs, a thread of the Snakemake process: it answers each job's `python` (shim.py)
+with the socket of the server that may run it, starting that server on the first job of its key."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from clipeval.warm_jobs.decide import PRELOAD, differing_variables, server_environment, server_key
+from clipeval.warm_jobs.shim import write_shim
+
+REQUEST_BYTES = 1 << 20
+SOCKET_WAIT_SECONDS = 30
+
+
+class Server:
+    def __init__(self, process: subprocess.Popen, socket_path: str, first_env: dict):
+        self.process, self.socket_path, self.first_env = process, socket_path, first_env
+
+
+class WarmJobs:
+    """Start with start(); the folder to put first on the jobs' PATH is `bin`. close() ends the servers (jobs
+    running in them finish, as they would in their own interpreters). Each job's decision goes to `log`."""
+
+    def __init__(self, profile: str, log: Path, python: str = sys.executable):
+        self.profile, self.log_path, self.python = profile, log, python
+        self.servers: dict = {}
+        self.lock = threading.Lock()
+        self.folder = Path(tempfile.mkdtemp(prefix="clipeval-jobs-"))  # short: a socket's path has ~100 bytes
+        self.bin = self.folder / "bin"
+        self.listener = None
+
+    def start(self) -> Path:
+        self.bin.mkdir()
+        manager_socket = str(self.folder / "manager.sock")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener.bind(manager_socket)
+        self.listener.listen(128)
+        write_shim(self.bin, self.python, manager_socket)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log = open(self.log_path, "a", buffering=1)
+        threading.Thread(target=self._answer, daemon=True).start()
+        return self.bin
+
+    def _answer(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            with connection:
+                try:
+                    job = json.loads(connection.recv(REQUEST_BYTES))
+                    connection.send(self.server_socket(job["args"], job["cwd"], job["env"]).encode())
+                except (OSError, ValueError, KeyError):
+                    pass
+
+    def server_socket(self, args: list[str], cwd: str, env: dict) -> str:
+        """The socket of the server that runs this job, or '' for a new interpreter; logged either way."""
+        key, why = server_key(args, env, self.profile)
+        socket_path = ""
+        if key is not None:
+            with self.lock:
+                if key not in self.servers:  # None where it could not start: its jobs run in new interpreters
+                    self.servers[key] = self._started(key, cwd, env)
+                server = self.servers[key]
+            differing = differing_variables(env, server.first_env) if server else ["the server did not start"]
+            if differing:
+                why = f"sets {', '.join(differing)} otherwise" if server else differing[0]
+            else:
+                socket_path = server.socket_path
+        command = args[2] if len(args) > 2 else " ".join(args)
+        self.log.write(f"warm {key.name} {command}\n" if socket_path else f"cold {command}: {why}\n")
+        return socket_path
+
+    def _started(self, key, cwd: str, env: dict) -> Server | None:
+        socket_path = str(self.folder / f"{key.name}.sock")
+        loaded_under = server_environment(key, env)
+        pinned = {name: value for name, value in loaded_under.items() if env.get(name) != value}
+        arguments = [socket_path, json.dumps(PRELOAD[key.kind]), json.dumps(pinned)]
+        process = subprocess.Popen(
+            [self.python, "-m", "clipeval.warm_jobs.server", *arguments],
+            stdin=subprocess.PIPE,
+            cwd=cwd,
+            env=loaded_under,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + SOCKET_WAIT_SECONDS
+        while not os.path.exists(socket_path):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                return None
+            time.sleep(0.01)
+        return Server(process, socket_path, env)
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+        servers = [server for server in self.servers.values() if server is not None]
+        for server in servers:
+            server.process.stdin.close()
+        for server in servers:
+            try:
+                server.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.process.kill()
+        self.servers.clear()
+        if self.listener is not None:
+            self.log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)

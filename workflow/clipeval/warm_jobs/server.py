@@ -1,0 +1,137 @@
+"""A server of warm jobs: `python -m clipeval.warm_jobs.server SOCKET MODULES_JSON PINNED_JSON`.
+
+It listens on SOCKET at once, so that the first jobs wait in its queue rather
+than start interpreters of their own, then imports MODULES (those installed)
+and forks once for each job: the fork takes the job's standard streams (passed
+over the socket), working directory, environment (with PINNED, the variables
+the server set before loading its libraries, over it) and arguments, runs the
+clipeval command as `python -m clipeval` would, and sends back its exit
+status. When the job's `python` ends first (killed with its job), the fork is
+interrupted as a job is by Ctrl-C, which leaves no output. The server ends when
+its standard input closes: the Snakemake run that started it has ended.
+"""
+
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import traceback
+
+# How long an interrupted job has to leave no output behind before its fork is ended whatever it is doing.
+INTERRUPT_GRACE_SECONDS = 30
+REQUEST_BYTES = 1 << 20
+
+
+def preload(modules: list[str]) -> None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # not installed: the jobs that need it fail as they would in a new interpreter
+            pass
+
+
+def interrupt_when_the_job_ends(connection) -> None:
+    """In a thread: the job's `python` closing the connection interrupts the fork, and ends it after a grace."""
+    if connection.recv(1):
+        return
+    os.kill(os.getpid(), signal.SIGINT)
+    threading.Event().wait(INTERRUPT_GRACE_SECONDS)
+    os._exit(128 + signal.SIGINT)
+
+
+def exit_status(stop: SystemExit) -> int:
+    if stop.code is None:
+        return 0
+    if isinstance(stop.code, int):
+        return stop.code
+    print(stop.code, file=sys.stderr)
+    return 1
+
+
+def run_job(connection, request: dict, fds: list[int], pinned: dict) -> None:
+    """In the fork: become the job (its environment, with what the server set before loading its libraries
+    over it), run it, report its status, and exit."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update({**request["env"], **pinned})
+    tempfile.tempdir = None
+    sys.path[0] = os.getcwd()
+    args = request["args"]
+    sys.argv = ["-m", *args[2:]]
+    threading.Thread(target=interrupt_when_the_job_ends, args=(connection,), daemon=True).start()
+    try:
+        from clipeval.cli import main
+
+        status = main(args[2:])
+    except SystemExit as stop:
+        status = exit_status(stop)
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    # The job is over: its `python` ends as soon as it has the status, which must not interrupt this process.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    connection.send(str(status).encode())
+    os._exit(status)
+
+
+def reap() -> None:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def serve(socket_path: str, modules: list[str], pinned: dict) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(socket_path)
+    listener.listen(128)
+    preload(modules)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    selector.register(sys.stdin, selectors.EVENT_READ)
+    while True:
+        for key, _ in selector.select(timeout=1):
+            if key.fileobj is sys.stdin:
+                return
+            connection, _ = listener.accept()
+            fds = []
+            try:
+                message, fds, _, _ = socket.recv_fds(connection, REQUEST_BYTES, 3)
+                if len(fds) == 3 and message:
+                    connection.send(b"started")
+                    fork(listener, connection, json.loads(message), fds, pinned)
+            except OSError:  # the job's `python` ended before its job started: nothing to run
+                pass
+            finally:
+                for fd in fds:
+                    os.close(fd)
+                connection.close()
+        reap()
+
+
+def fork(listener, connection, request: dict, fds: list[int], pinned: dict) -> None:
+    if os.fork() == 0:
+        try:
+            listener.close()
+            run_job(connection, request, fds, pinned)
+        finally:
+            os._exit(1)
+
+
+if __name__ == "__main__":
+    # Ctrl-C in the terminal reaches the jobs' `python`, which interrupts their forks; the server itself goes on
+    # until its run ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    serve(sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]))
