@@ -2,6 +2,7 @@ import atexit
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -122,19 +123,33 @@ def collected(batches):
     return np.concatenate([ids for ids, _ in parts]), np.concatenate([matrix for _, matrix in parts])
 
 
-def run_cli(*args, cwd=None):
-    """Run `python -m clipeval ARGS` as a user would; return the CompletedProcess."""
-    return subprocess.run(
-        [sys.executable, "-m", "clipeval", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-    )
+# Longer than any command of the suite takes on two cores; a command that runs past it is stopped and fails its test.
+COMMAND_SECONDS = 900
 
 
-def extract_with_tiny(checkpoint, *options):
+def run_cli(*args, cwd=None, timeout=COMMAND_SECONDS):
+    """Run `python -m clipeval ARGS` as a user would; return the CompletedProcess. A command still running after
+    `timeout` seconds fails the test with where each of its threads was (faulthandler, on SIGABRT), so that a
+    hang (a GPU stream or a reader thread that never returns) shows where it is instead of holding the suite."""
+    command = [sys.executable, "-m", "clipeval", *map(str, args)]
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env) as job:
+        try:
+            stdout, stderr = job.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            job.send_signal(signal.SIGABRT)
+            try:
+                stdout, stderr = job.communicate(timeout=60)
+            except subprocess.TimeoutExpired:  # not even the signal ended it
+                job.kill()
+                stdout, stderr = job.communicate()
+            pytest.fail(f"clipeval {args[0]} still ran after {timeout} s; its threads:\n{stderr[-6000:]}")
+    return subprocess.CompletedProcess(command, job.returncode, stdout, stderr)
+
+
+def extract_with_tiny(checkpoint, *options, timeout=COMMAND_SECONDS):
     """`clipeval extract-features` of clipeval-tiny with these weights and options, as a user would run it."""
-    return run_cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, *options)
+    return run_cli("extract-features", "--arch", "clipeval-tiny", "--pretrained", checkpoint, *options, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,8 @@ needs_faiss_gpu = pytest.mark.skipif(
 # a unit vector; half-precision ones point the same way to this cosine.
 FP32_TOLERANCE = 1e-4
 HALF_PRECISION_MIN_COSINE = 0.99
+# Each command here takes seconds on a GPU: one that runs past this has hung, and fails showing where (run_cli).
+GPU_COMMAND_SECONDS = 120
 
 
 def unit_rows(rng, n, d):
@@ -64,6 +66,7 @@ def extract(tiny_checkpoint, shapes_dataset, out, device, precision, num_workers
         *("--images", shapes_dataset / "images.lmdb", "--texts", shapes_dataset / "texts.jsonl"),
         *("--image-output", out / "images.jsonl", "--text-output", out / "texts.jsonl"),
         *("--num-workers", num_workers, "--batch-size", 16, "--device", device, "--precision", precision),
+        timeout=GPU_COMMAND_SECONDS,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return {
@@ -121,6 +124,7 @@ def test_knn_writes_the_same_bytes_on_gpu_and_cpu(tiny_checkpoint, shapes_datase
                 output,
                 "--device",
                 device,
+                timeout=GPU_COMMAND_SECONDS,
             )
             assert result.returncode == 0, result.stderr[-3000:]
             assert ("(faiss search on the GPU" if device == "cuda" else "search on the CPU") in result.stdout
@@ -137,7 +141,9 @@ def test_stored_pixels_give_the_bits_of_decoding_on_cuda(tiny_checkpoint, shapes
     images = shapes_dataset / "images.lmdb"
     pixels = tmp_path / "pixels"
     result = run_cli(
-        "decode-pixels", "--images", images, "--recipe", "64x64-shortest-bicubic-fill0", "--output", pixels
+        "decode-pixels",
+        *("--images", images, "--recipe", "64x64-shortest-bicubic-fill0", "--output", pixels),
+        timeout=GPU_COMMAND_SECONDS,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     written = {}
@@ -147,6 +153,7 @@ def test_stored_pixels_give_the_bits_of_decoding_on_cuda(tiny_checkpoint, shapes
             tiny_checkpoint,
             *("--images", images, "--image-output", output, "--device", "cuda", "--precision", precision),
             *pixel_options,
+            timeout=GPU_COMMAND_SECONDS,
         )
         assert result.returncode == 0, result.stderr[-3000:]
         written[name] = output.read_bytes()
