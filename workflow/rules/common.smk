@@ -203,6 +203,7 @@ def check_models_as_the_run_starts():
                 check_in_subprocess,
                 package_parent=PACKAGE_DIR.parent,
                 first_on_path=[WARM_JOBS.bin] if WARM_JOBS else [],
+                threads=min(COMPUTE_THREADS, local_cores() or 1),
             ),
         )
     except ConfigError as error:

@@ -19,6 +19,8 @@ checkpoint describe_model:
         model_key=model_keys_where(lambda entry: "features" not in entry),
     conda:
         ENV_FILE
+    # It computes nothing; with the threads of the jobs that extract, it forks from their warm server.
+    threads: COMPUTE_THREADS
     params:
         arch=model_setting("arch"),
         pretrained=pretrained_option,

@@ -68,23 +68,24 @@ def check_models(plan: Plan, check_device: bool, content_digest, code: str, run_
         record.touch()
 
 
-# What Snakemake sets for a job of one thread.
-ONE_THREAD_VARIABLES = (
+# What Snakemake sets for a job, to its thread count.
+THREAD_VARIABLES = (
     "OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     "VECLIB_MAXIMUM_THREADS",
 )  # fmt: skip
 
 
-def check_in_subprocess(words: list[str], package_parent: Path, first_on_path=()) -> list[str]:
+def check_in_subprocess(words: list[str], package_parent: Path, first_on_path=(), threads: int = 1) -> list[str]:
     """The problem lines of `clipeval check-models WORDS`, run as the workflow's jobs are: by the `python` first
     on `first_on_path` (a warm run's), else beside the interpreter that runs Snakemake, with the package of this
-    checkout, on one thread (it computes nothing)."""
+    checkout. It computes nothing, so its `threads` are those of the jobs that build models next: in a warm run
+    their server is the check's (clipeval/warm_jobs/), and has imported torch by the time they start."""
     folders = [*map(str, first_on_path), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
     environment = {
         **os.environ,
         "PATH": os.pathsep.join(folders),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(package_parent), os.environ.get("PYTHONPATH")])),
-        **dict.fromkeys(ONE_THREAD_VARIABLES, "1"),
+        **dict.fromkeys(THREAD_VARIABLES, str(threads)),
     }
     command = ["python", "-m", "clipeval", "check-models", *words]
     result = subprocess.run(command, capture_output=True, text=True, env=environment)
