@@ -15,7 +15,9 @@ time:
   computes everything again; clipeval re-runs what depends on the metrics);
 - a second model: another checkpoint of ViT-B-32 on the same data;
 - first run, numerics: native: clipeval's first run again, in a folder of
-  its own, with the CPU's fastest code path instead of the portable one.
+  its own, with the CPU's fastest code path instead of the portable one;
+- first run, each job a new interpreter: the first run again, in a folder
+  of its own, with CLIPEVAL_WARM_JOBS=0 (no job forks from a warm server).
 
 Captions run from 7 to 29 words, 12.3 on average as Flickr30k's (whose
 longest run longer): a block's longest caption decides how far clipeval
@@ -26,11 +28,14 @@ model.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +92,10 @@ def write_data(root: Path, count: int) -> None:
     (images / "flickr30k_test_karpathy.txt").write_text("\n".join(lines) + "\n")
 
 
+# What a run was before warm jobs (clipeval/warm_jobs/): every job starts an interpreter and imports its libraries.
+NEW_INTERPRETERS = {"CLIPEVAL_WARM_JOBS": "0"}
+
+
 def write_checkpoint(path: Path, seed: int) -> None:
     import open_clip
     import torch
@@ -95,9 +104,27 @@ def write_checkpoint(path: Path, seed: int) -> None:
     torch.save({"state_dict": open_clip.create_model(ARCH).state_dict()}, path)
 
 
-def install_peer(folder: Path) -> None:
+@dataclass(frozen=True)
+class Setting:
+    """How both tools run: on the CPU as the 2-core machine runs them (fp32, batch 64, two loader workers), or
+    as a researcher runs them on a GPU node (`--device cuda`)."""
+
+    device: str = "cpu"
+    precision: str = "fp32"  # or amp: CLIP_benchmark's default, clipeval's extract.precision: amp
+    workers: int = 2
+    batch_size: int = 64
+    cores: str = "2"
+
+    @property
+    def label(self) -> str:
+        return f"{self.precision}, {self.device.upper() if self.device != 'cpu' else 'CPU'}"
+
+
+def install_peer(folder: Path, wheels: Path | None) -> None:
+    """CLIP_benchmark into `folder`: from the package index, or from a folder of wheels (a machine without one)."""
+    source = ["--no-index", "--find-links", str(wheels)] if wheels else []
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", folder, *PEER_PACKAGES],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *source, "--target", folder, *PEER_PACKAGES],
         check=True,
     )
 
@@ -110,16 +137,20 @@ def timed(command, cwd=None, env=None) -> float:
     return time.perf_counter() - start
 
 
-def peer_run(root: Path, peer: Path, checkpoint: Path, recall: list[int], output: Path) -> float:
+def peer_run(root: Path, peer: Path, checkpoint: Path, recall: list[int], output: Path, setting: Setting) -> float:
+    """CLIP_benchmark's command (it takes no device: it computes on the GPU wherever torch sees one)."""
     env = {**os.environ, "PYTHONPATH": str(peer), "OMP_WAIT_POLICY": "PASSIVE"}
+    precision = ["--no_amp"] if setting.precision == "fp32" else []
     command = [sys.executable, "-m", "clip_benchmark.cli", "eval", "--dataset", "flickr30k", "--task",
                "zeroshot_retrieval", "--dataset_root", root / "images", "--model", ARCH, "--pretrained", checkpoint,
-               "--batch_size", "64", "--num_workers", "2", "--no_amp", "--recall_k", *map(str, recall),
-               "--output", output]  # fmt: skip
+               "--batch_size", str(setting.batch_size), "--num_workers", str(setting.workers), *precision,
+               "--recall_k", *map(str, recall), "--output", output]  # fmt: skip
     return timed(command, env=env)
 
 
-def clipeval_run(workdir: Path, models: dict, recall: list[int], numerics: str = "portable") -> float:
+def clipeval_run(
+    workdir: Path, models: dict, recall: list[int], setting: Setting, numerics: str = "portable", env=None
+) -> float:
     import yaml
 
     config = {
@@ -135,10 +166,17 @@ def clipeval_run(workdir: Path, models: dict, recall: list[int], numerics: str =
         "models": {name: {"arch": ARCH, "pretrained": f"data/{path.name}"} for name, path in models.items()},
         "metrics": {"recall_at": recall},
         "numerics": numerics,
+        "extract": {
+            "precision": setting.precision,
+            "device": setting.device,
+            "num_workers": setting.workers,
+            "batch_size": setting.batch_size,
+        },
     }
     (workdir / "peer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return timed([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "peer.yaml"], cwd=workdir, env=env)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    command = [sys.executable, "-m", "snakemake", "--cores", setting.cores, "--configfile", "peer.yaml"]
+    return timed(command, cwd=workdir, env=env)
 
 
 def copy_workflow(workdir: Path) -> None:
@@ -166,41 +204,56 @@ def recalls(peer_output: Path, clipeval_scores: Path) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=400, help=f"images, {CAPTIONS_PER_IMAGE} captions each")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where both tools extract")
+    parser.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    parser.add_argument("--workers", type=int, default=2, help="image loader processes of both tools")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--cores", default="2", help="Snakemake's --cores for clipeval (all: the machine's)")
+    parser.add_argument("--sweep", type=int, default=0, help="add a row: this many more checkpoints of one arch")
+    parser.add_argument("--peer-wheels", type=Path, help="install CLIP_benchmark from these wheels, not the index")
     args = parser.parse_args(argv)
+    setting = Setting(args.device, args.precision, args.workers, args.batch_size, args.cores)
+    on_cpu = args.device == "cpu"
     with tempfile.TemporaryDirectory(prefix="clipeval-peer-") as scratch:
         scratch = Path(scratch)
         peer, workdir = scratch / "peer", scratch / "clipeval"
-        install_peer(peer)
+        install_peer(peer, args.peer_wheels)
         workdir.mkdir()
         copy_workflow(workdir)
         data = workdir / "data"
         data.mkdir()
         write_data(data, args.images)
-        native_workdir = scratch / "clipeval-native"
-        native_workdir.mkdir()
-        copy_workflow(native_workdir)
         first, second = data / "first.pt", data / "second.pt"
         write_checkpoint(first, seed=0)
         write_checkpoint(second, seed=1)
         more = [1, 5, 10, min(50, args.images)]  # CLIP_benchmark refuses a K above the gallery's size
         seconds = {}
-        seconds["first run"] = (
-            peer_run(data, peer, first, [1, 5, 10], scratch / "peer-first.json"),
-            clipeval_run(workdir, {"first": first}, [1, 5, 10]),
-        )
+        peer_first = peer_run(data, peer, first, [1, 5, 10], scratch / "peer-first.json", setting)
+        first_started = datetime.now().replace(microsecond=0)
+        seconds["first run"] = (peer_first, clipeval_run(workdir, {"first": first}, [1, 5, 10], setting))
+        first_jobs = newest_run_by_rule(workdir, first_started)
         seconds[f"R@{more[-1]} too"] = (
-            peer_run(data, peer, first, more, scratch / "peer-more.json"),
-            clipeval_run(workdir, {"first": first}, more),
+            peer_run(data, peer, first, more, scratch / "peer-more.json", setting),
+            clipeval_run(workdir, {"first": first}, more, setting),
         )
-        seconds["a second model"] = (
-            peer_run(data, peer, second, more, scratch / "peer-second.json"),
-            clipeval_run(workdir, {"first": first, "second": second}, more),
-        )
-        shutil.copytree(data, native_workdir / "data")
-        seconds["first run, numerics: native"] = (
+        if on_cpu:
+            seconds["a second model"] = (
+                peer_run(data, peer, second, more, scratch / "peer-second.json", setting),
+                clipeval_run(workdir, {"first": first, "second": second}, more, setting),
+            )
+            native = fresh_copy(scratch / "clipeval-native", data)
+            seconds["first run, numerics: native"] = (
+                seconds["first run"][0],
+                clipeval_run(native, {"first": native / "data/first.pt"}, [1, 5, 10], setting, "native"),
+            )
+        cold = fresh_copy(scratch / "clipeval-cold", data)
+        seconds["first run, each job a new interpreter"] = (
             seconds["first run"][0],
-            clipeval_run(native_workdir, {"first": native_workdir / "data/first.pt"}, [1, 5, 10], "native"),
+            clipeval_run(cold, {"first": cold / "data/first.pt"}, [1, 5, 10], setting, env=NEW_INTERPRETERS),
         )
+        if args.sweep:
+            row = f"a sweep: {args.sweep} more checkpoints"
+            seconds[row] = sweep(data, peer, workdir, scratch, args.sweep, setting)
         agreement = recalls(
             scratch / "peer-first.json", workdir / "results/experiments/peer/scores/first/flickr-like/retrieval.json"
         )
@@ -218,10 +271,66 @@ def main(argv=None):
     rows.append(["R@1/5/10 of the first model, both ways", "", agreement, ""])
     print_table(
         f"CLIP_benchmark ({PEER.split('==')[1]}) and clipeval on the same work: {args.images} JPEGs, {texts} captions,"
-        f" {ARCH} random weights, fp32, CPU",
+        f" {ARCH} random weights, {setting.label}",
         ["what", "CLIP_benchmark s", "clipeval s", "× CLIP_benchmark"],
         rows,
     )
+    print_table(
+        f"clipeval's first run above, job by job ({setting.label}; whole seconds, as Snakemake's log stamps them)",
+        ["what", "jobs", "seconds"],
+        [[what, str(jobs) if jobs else "", f"{seconds:.0f}"] for what, (jobs, seconds) in first_jobs.items()],
+    )
+
+
+JOB_EVENT = re.compile(
+    r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]\n(?:(?:local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    jobid: (\d+)$"
+    r"|Finished jobid: (\d+))",
+    re.M,
+)
+
+
+def seconds_by_rule(log: str, run_started: datetime) -> dict:
+    """{what: (jobs, seconds)} of a Snakemake log: each rule's jobs from start to end, to the second that Snakemake
+    stamps, and the wait from the run's start to its first job (Snakemake's start, planning, the model check)."""
+    started, totals = {}, {}
+    for stamp, rule, job, finished in JOB_EVENT.findall(log):
+        moment = datetime.strptime(stamp, "%a %b %d %H:%M:%S %Y")
+        if not started and not totals:
+            totals["before the first job"] = (0, max(0.0, (moment - run_started).total_seconds()))
+        if rule:
+            started[job] = (rule, moment)
+            continue
+        rule, began = started.pop(finished)
+        jobs, seconds = totals.get(rule, (0, 0.0))
+        totals[rule] = (jobs + 1, seconds + (moment - began).total_seconds())
+    return totals
+
+
+def newest_run_by_rule(workdir: Path, run_started: datetime) -> dict:
+    """seconds_by_rule of the newest Snakemake log in workdir."""
+    log = max((workdir / ".snakemake/log").glob("*.snakemake.log"), key=lambda path: path.stat().st_mtime)
+    return seconds_by_rule(log.read_text(), run_started)
+
+
+def fresh_copy(folder: Path, data: Path) -> Path:
+    """A workflow of its own in `folder`, with a copy of the data: a first run that finds nothing cached."""
+    folder.mkdir()
+    copy_workflow(folder)
+    shutil.copytree(data, folder / "data")
+    return folder
+
+
+def sweep(data: Path, peer: Path, workdir: Path, scratch: Path, count: int, setting: Setting) -> tuple:
+    """(CLIP_benchmark's seconds for `count` more checkpoints, one run each; clipeval's for one run of them all,
+    its dataset and pixels cached by the first run)."""
+    checkpoints = {f"sweep-{index}": data / f"sweep-{index}.pt" for index in range(count)}
+    for index, path in enumerate(checkpoints.values()):
+        write_checkpoint(path, seed=100 + index)
+    peer_seconds = sum(
+        peer_run(data, peer, path, [1, 5, 10], scratch / f"peer-{name}.json", setting)
+        for name, path in checkpoints.items()
+    )
+    return peer_seconds, clipeval_run(workdir, checkpoints, [1, 5, 10], setting)
 
 
 if __name__ == "__main__":

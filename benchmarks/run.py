@@ -73,6 +73,7 @@ if __name__ == "__main__":
     sweep.main([])
     shared_machine.main([])
     numerics_cost.main([])
+    peer.main(["--images", "64"])  # a small set: where each job's start weighs most
     peer.main([])
     sys.stdout = tee.terminal
     write_page(tee.copy.getvalue())

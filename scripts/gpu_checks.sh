@@ -2,7 +2,13 @@
 # The checks to run on a lent GPU machine, from the repository root, with clipeval's dependencies importable.
 #   scripts/gpu_checks.sh tests               the GPU tests and the pixel stage's
 #   scripts/gpu_checks.sh bench fp32 fp16 …   the extraction benchmark on the GPU at each precision
-# IMAGES (default 2048) and ROUNDS (default 2) size the benchmark; SWEEP (default 0) adds the sweep table.
+#   scripts/gpu_checks.sh peer                CLIP_benchmark beside clipeval on the GPU (benchmarks/peer.py)
+#   scripts/gpu_checks.sh all                 tests, then peer, their tables printed last
+# IMAGES (default 2048; 5000 for peer) and ROUNDS (default 2) size the benchmarks; SWEEP adds the sweep
+# (extraction's table: models, default 0; peer's row: checkpoints, default 10).
+# On the device machine, with the wheels of scripts/gpu_wheels.sh carried in .whl:
+#   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+#     .whl/*.whl && export PYTHONPATH=/tmp/site && scripts/gpu_checks.sh all
 # Everything printed is also written to $OUT (or /tmp/gpu-checks) as it comes, so a run cut short keeps
 # what it measured.
 set -uo pipefail
@@ -13,10 +19,28 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 python3 -c 'import torch, torchvision, open_clip, faiss
 print("torch", torch.__version__, "cuda", torch.version.cuda, "torchvision", torchvision.__version__,
       "open_clip", open_clip.__version__, "faiss", faiss.__version__)' | tee -a "$out/device.txt"
+run_tests() {
+  python3 -m pytest -p no:cacheprovider -o addopts="" -q -rs tests/test_gpu.py tests/test_pixels.py \
+    tests/test_job_servers.py 2>&1 | tail -25 | tee "$out/tests.txt"
+}
+# A first run, a re-run after a metric change, the same first run with every job a new interpreter, and a sweep,
+# as a researcher runs both tools on a GPU node: amp, a loader worker per core but one, batch 256.
+run_peer() {
+  (cd benchmarks && python3 peer.py --device cuda --precision amp --images "${IMAGES:-5000}" \
+    --workers $(($(nproc) - 1)) --batch-size 256 --cores all --sweep "${SWEEP:-10}" --peer-wheels ../.whl \
+    2>&1 | grep -v -e WARNING | tee "$out/peer.md")
+}
 case "${1:-}" in
 tests)
-  python3 -m pytest -p no:cacheprovider -o addopts="" -q -rs tests/test_gpu.py tests/test_pixels.py \
-    2>&1 | tail -25 | tee "$out/tests.txt"
+  run_tests
+  ;;
+peer)
+  run_peer
+  ;;
+all)
+  run_tests >/dev/null
+  run_peer >/dev/null
+  cat "$out/tests.txt" "$out/peer.md"
   ;;
 bench)
   shift
@@ -28,7 +52,7 @@ bench)
   done
   ;;
 *)
-  echo "usage: scripts/gpu_checks.sh tests | bench PRECISION..." >&2
+  echo "usage: scripts/gpu_checks.sh tests | bench PRECISION... | peer | all" >&2
   exit 2
   ;;
 esac
