@@ -137,6 +137,43 @@ def test_a_folder_that_cannot_be_loaded_is_named_in_one_line(tmp_path):
         build_model(arch, "", preprocess={"mean": [0, 0, 0]})
 
 
+# A folder's own Python, named by auto_map in each of its configs: importing it leaves a file behind.
+FOLDER_CODE = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\nclass Own: pass\n"
+NAMED_CLASSES = ("image_processor_type", "tokenizer_class")
+AUTO_MAPS = {
+    "config.json": {"AutoModel": "own.Own"},
+    "preprocessor_config.json": {"AutoImageProcessor": "own.Own"},
+    "tokenizer_config.json": {"AutoTokenizer": ["own.Own", None]},
+}
+
+
+def test_no_answer_runs_code_from_a_model_folder(tmp_path, shapes_dataset):
+    """transformers asks on standard input whether to run a folder's own code (auto_map) where it cannot tell
+    otherwise; clipeval never lets it ask, so a `y` piped in, as a careless script might, runs nothing."""
+    folder = tmp_path / "clip"
+    write_clip_folder(folder)
+    marker = tmp_path / "the folder's code ran"
+    (folder / "own.py").write_text(FOLDER_CODE.format(marker=str(marker)))
+    for name, auto_map in AUTO_MAPS.items():
+        settings = json.loads((folder / name).read_text())
+        # A class the library lacks: only the folder's code says what to build, so transformers would ask.
+        named = {key: "OwnClass" for key in NAMED_CLASSES if key in settings}
+        (folder / name).write_text(json.dumps({**settings, **named, "auto_map": auto_map}))
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "clipeval", "extract-features", "--arch", f"hf-transformers:{folder}",
+         "--texts", shapes_dataset / "texts.jsonl", "--text-output", tmp_path / "texts.jsonl", "--device", "cpu"],
+        input="y\ny\ny\n", capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert not marker.exists(), result.stderr[-2000:]
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1].startswith(
+        f"clipeval: error: {folder}: cannot load the transformers model: The repository {folder} contains custom code"
+    ), result.stderr[-2000:]
+
+
 @pytest.mark.workflow
 def test_a_transformers_folder_runs_through_the_workflow_beside_an_open_clip_model(tmp_path):
     workdir = copy_workflow(tmp_path / "workflow")

@@ -3,7 +3,8 @@ models: encode_image, encode_text, the eval preprocess and a tokenizer, each the
 
 The folder names its architecture in config.json (`model_type`), its image
 processor in preprocessor_config.json and its tokenizer in the tokenizer's
-files; nothing is downloaded (local_files_only). Captions are padded to the
+files; nothing is downloaded (local_files_only), and none of the folder's own
+code runs (trust_remote_code=False). Captions are padded to the
 text tower's length, as both were trained: CLIP's causal attention leaves the
 end-of-text token's output untouched by the padding after it, and SigLIP
 reads the last position of a caption padded to its length.
@@ -91,10 +92,13 @@ def build_transformers_model(folder: Path, device: str = "cpu"):
     from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
 
     check_folder(folder)
+    # Never the folder's own Python (auto_map): without trust_remote_code=False, transformers asks on standard
+    # input whether to run it wherever the library lacks the class a config names, and a `y` there runs it.
+    local = {"local_files_only": True, "trust_remote_code": False}
     try:
-        model = AutoModel.from_pretrained(folder, local_files_only=True, dtype=torch.float32)
-        processor = AutoImageProcessor.from_pretrained(folder, local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        model = AutoModel.from_pretrained(folder, dtype=torch.float32, **local)
+        processor = AutoImageProcessor.from_pretrained(folder, **local)
+        tokenizer = AutoTokenizer.from_pretrained(folder, **local)
     except (OSError, ValueError, KeyError, RuntimeError) as error:  # RuntimeError: weights of other shapes
         raise ClipevalError(f"{folder}: cannot load the transformers model: {first_line(error)}") from None
     tokens = PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings)
