@@ -121,6 +121,23 @@ def test_the_valid_config_has_no_error():
             lambda c: c.update(extract={"num_workers": 1000}),
             "extract.num_workers: 1000 is greater than the maximum of 64",
         ),
+        # Integers past 64 bits, which jobs could not hold, stop the plan rather than a job.
+        (
+            lambda c: c["datasets"]["train"].update(seed=2**64),
+            "datasets.train.seed: 18446744073709551616 is greater than the maximum of 9223372036854775807",
+        ),
+        (
+            lambda c: c["datasets"]["train"].update(first_image_id=2**63),
+            "datasets.train.first_image_id: 9223372036854775808 is greater than the maximum of 4611686018427387904",
+        ),
+        (
+            lambda c: c["models"]["tiny"]["train"].update(seed=2**64),
+            "models.tiny.train.seed: 18446744073709551616 is greater than the maximum of 9223372036854775807",
+        ),
+        (
+            lambda c: c.update(metrics={"bootstrap_seed": 2**70}),
+            "metrics.bootstrap_seed: 1180591620717411303424 is greater than the maximum of 9223372036854775807",
+        ),
     ],
 )
 def test_each_section_names_the_entry_and_key(change, message):
