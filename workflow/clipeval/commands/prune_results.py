@@ -10,8 +10,9 @@ def add_arguments(parser):
 
 
 def run(args):
-    from clipeval.pruning import delete_folders, folder_size, unused_folders
+    from clipeval.pruning import check_prunable, delete_folders, folder_size, unused_folders
 
+    check_prunable(args.results, args.delete)
     unused = unused_folders(args.results)
     if not unused:
         print(f"every shared result in {args.results} is used by an experiment")
@@ -19,7 +20,7 @@ def run(args):
     sizes = [folder_size(folder) for folder in unused]
     for folder, size in zip(unused, sizes):
         print(f"{size / 1e6:10.1f} MB  {folder}")
-    verb = "deleted" if args.delete else "unused (--delete deletes them)"
-    print(f"{sum(sizes) / 1e6:10.1f} MB  in {len(unused)} folders no experiment's record names: {verb}")
     if args.delete:
         delete_folders(unused, args.results)
+    verb = "deleted" if args.delete else "unused (--delete deletes them)"
+    print(f"{sum(sizes) / 1e6:10.1f} MB  in {len(unused)} folders no experiment's record names: {verb}")
