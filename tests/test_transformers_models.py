@@ -137,6 +137,25 @@ def test_a_folder_that_cannot_be_loaded_is_named_in_one_line(tmp_path):
         build_model(arch, "", preprocess={"mean": [0, 0, 0]})
 
 
+def test_a_folder_missing_weights_is_refused_not_started_at_random(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from clipeval.models.transformers_models import build_transformers_model
+
+    folder = tmp_path / "clip"
+    write_clip_folder(folder)
+    weights = load_file(folder / "model.safetensors")
+    for name in ("logit_scale", "text_projection.weight"):
+        del weights[name]
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ClipevalError) as refused:
+        build_transformers_model(folder)
+    assert str(refused.value) == (
+        f"{folder}: its weights lack 2 of the model's tensors (logit_scale, text_projection.weight), which"
+        " transformers would start at random"
+    )
+
+
 # A folder's own Python, named by auto_map in each of its configs: importing it leaves a file behind.
 FOLDER_CODE = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\nclass Own: pass\n"
 NAMED_CLASSES = ("image_processor_type", "tokenizer_class")

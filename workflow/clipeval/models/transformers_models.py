@@ -96,10 +96,17 @@ def build_transformers_model(folder: Path, device: str = "cpu"):
     # input whether to run it wherever the library lacks the class a config names, and a `y` there runs it.
     local = {"local_files_only": True, "trust_remote_code": False}
     try:
-        model = AutoModel.from_pretrained(folder, dtype=torch.float32, **local)
+        model, loading = AutoModel.from_pretrained(folder, dtype=torch.float32, output_loading_info=True, **local)
         processor = AutoImageProcessor.from_pretrained(folder, **local)
         tokenizer = AutoTokenizer.from_pretrained(folder, **local)
     except (OSError, ValueError, KeyError, RuntimeError) as error:  # RuntimeError: weights of other shapes
         raise ClipevalError(f"{folder}: cannot load the transformers model: {first_line(error)}") from None
+    # transformers starts a weight the folder lacks at random, and says so only in a log: other numbers each run.
+    missing = sorted(loading["missing_keys"])
+    if missing:
+        raise ClipevalError(
+            f"{folder}: its weights lack {len(missing)} of the model's tensors ({', '.join(missing[:3])}"
+            f"{', …' if len(missing) > 3 else ''}), which transformers would start at random"
+        )
     tokens = PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings)
     return TransformersClip(model).to(device).eval(), ImageProcessorTransform(processor), tokens
