@@ -179,3 +179,18 @@ def test_an_alias_bomb_is_refused_before_the_schema_reads_it():
 def test_a_long_offending_value_is_cut_in_the_message():
     message = error_after(lambda c: c.update(knn={"top_k": "9" * 1000}))
     assert message == f"knn.top_k: '{'9' * 299} …"
+
+
+def test_a_config_file_that_asks_for_yte_is_named_without_evaluating_it(tmp_path):
+    from clipeval.config_errors import yte_error
+
+    asks = tmp_path / "asks.yaml"
+    asks.write_text('__use_yte__: true\nexperiment: ?open("evaluated", "w")\n')
+    assert yte_error(asks) == (
+        f"{asks}: __use_yte__ asks Snakemake to run the config's ?-expressions as Python; clipeval reads plain"
+        " YAML configs only"
+    )
+    mentions = tmp_path / "mentions.yaml"
+    mentions.write_text("# no __use_yte__: true here\nexperiment: plain\nnote: __use_yte__\n")
+    assert yte_error(mentions) is None
+    assert not (tmp_path / "evaluated").exists()

@@ -63,8 +63,51 @@ def test_make_run_takes_another_experiments_config():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == (
-        f'PATH="{REPO}/.venv/bin:$PATH" .venv/bin/snakemake --cores all --configfile config/examples/muge.yaml'
+        ".venv/bin/python -c 'import sys; from clipeval.config_errors import refuse_yte; refuse_yte(sys.argv[1])'"
+        f' config/examples/muge.yaml && PATH="{REPO}/.venv/bin:$PATH" .venv/bin/snakemake --cores all'
+        " --configfile config/examples/muge.yaml"
     )
+
+
+# A config whose ?-expression leaves a file behind when Snakemake evaluates it.
+YTE_CONFIG = """__use_yte__: true
+experiment: ?str(__import__("pathlib").Path("evaluated").write_text("the config's Python ran"))
+"""
+
+
+def test_make_run_refuses_a_config_that_asks_for_yte_before_snakemake_evaluates_it(tmp_path):
+    """In a folder of its own (should the check let it through, Snakemake finds no workflow there), with this
+    checkout's installed environment."""
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(REPO / name, tmp_path / name)
+    (tmp_path / "yte.yaml").write_text(YTE_CONFIG)
+    environment = {key: value for key, value in os.environ.items() if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    venv = REPO / ".venv"
+    result = subprocess.run(
+        ["make", "run", f"VENV={venv}", "-o", f"{venv}/bin/.installed-cpu", "CONFIG=yte.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=environment,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == (
+        "config error: yte.yaml: __use_yte__ asks Snakemake to run the config's ?-expressions as Python; clipeval"
+        " reads plain YAML configs only"
+    )
+    assert not (tmp_path / "evaluated").exists()
+
+
+def test_a_run_of_a_config_that_asks_for_yte_stops_in_one_line(tmp_path):
+    """Snakemake has evaluated it by the time the workflow reads it (a config file is code), but no job runs."""
+    workdir = copy_workflow(tmp_path)
+    (workdir / "yte.yaml").write_text(YTE_CONFIG)
+    result = snakemake(workdir, "--cores", "2", "--configfile", "yte.yaml")
+    assert config_error_line(result) == (
+        "config error: yte.yaml: __use_yte__ asks Snakemake to run the config's ?-expressions as Python; clipeval"
+        " reads plain YAML configs only"
+    )
+    assert not (workdir / "results").exists()
 
 
 def test_evaluate_picks_pairs(tmp_path):

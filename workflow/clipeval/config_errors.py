@@ -5,7 +5,11 @@ against its format's `$defs/FORMAT_dataset`. jsonschema's own messages for
 an unknown key or a failed `oneOf` do not say what would be right, so those
 two are reworded here. Snakemake loads this while it plans.
 
-Before the schema, two checks that bound the work: a config file that gives
+Before the schema, a config file that asks Snakemake to evaluate it as
+Python (YTE's `__use_yte__`) is refused: `make run` checks before Snakemake
+loads the file, the workflow as it starts (by then Snakemake has evaluated
+it: a config file is code, as trusted as the workflow). Then two checks
+that bound the work: a config file that gives
 a key twice (YAML keeps the last silently) is refused, and so is a config
 whose YAML aliases expand to more values than any real config has (an alias
 "bomb" is small on disk; jsonschema's messages would print it expanded).
@@ -71,6 +75,32 @@ def config_error(config: dict, schema: dict, formats) -> str | None:
         if found:
             return found
     return None
+
+
+# Snakemake evaluates the `?expression` values of a config with this key set as Python, as it loads the file.
+YTE_KEY = "__use_yte__"
+
+
+def yte_error(path) -> str | None:
+    """A message if the config file asks for YTE, read without evaluating anything; else None."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            root = yaml.compose(handle, Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # Snakemake says what is wrong with such a file
+        return None
+    if isinstance(root, yaml.MappingNode) and any(key.value == YTE_KEY for key, _ in root.value):
+        return (
+            f"{path}: {YTE_KEY} asks Snakemake to run the config's ?-expressions as Python; clipeval reads"
+            " plain YAML configs only"
+        )
+    return None
+
+
+def refuse_yte(path) -> None:
+    """`make run`'s check, before Snakemake loads the file: exit 1 with the one line of yte_error."""
+    message = yte_error(path)
+    if message:
+        raise SystemExit(f"config error: {message}")
 
 
 def duplicate_key_error(path) -> str | None:
