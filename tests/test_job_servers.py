@@ -140,3 +140,17 @@ def test_a_job_whose_python_is_killed_is_interrupted_in_its_fork(warm_jobs, tmp_
         time.sleep(0.05)
     assert log.read_text() == "clipeval: gather-features interrupted (Ctrl-C); it left no output\n"
     os.close(writer)
+
+
+def test_a_killed_runs_folder_is_removed_by_the_next_run(tmp_path):
+    import tempfile
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tempfile.mkdtemp(prefix=f"clipeval-jobs-{int(ended.stdout)}-")
+    alive = tempfile.mkdtemp(prefix=f"clipeval-jobs-{os.getpid()}-")
+    jobs = WarmJobs("portable", tmp_path / "logs/warm_jobs.log")
+    try:
+        assert not os.path.exists(stale) and os.path.isdir(alive)
+    finally:
+        jobs.close()
+        os.rmdir(alive)

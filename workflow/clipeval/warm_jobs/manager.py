@@ -19,6 +19,17 @@ REQUEST_BYTES = 1 << 20
 SOCKET_WAIT_SECONDS = 30
 
 
+FOLDER_PREFIX = "clipeval-jobs-"
+
+
+def remove_stale_folders() -> None:
+    """The folders of runs whose Snakemake has ended without removing them (killed): their sockets answer no one."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
+        pid = folder.name[len(FOLDER_PREFIX) :].split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 class Server:
     def __init__(self, process: subprocess.Popen, socket_path: str, first_env: dict):
         self.process, self.socket_path, self.first_env = process, socket_path, first_env
@@ -32,7 +43,9 @@ class WarmJobs:
         self.profile, self.log_path, self.python = profile, log, python
         self.servers: dict = {}
         self.lock = threading.Lock()
-        self.folder = Path(tempfile.mkdtemp(prefix="clipeval-jobs-"))  # short: a socket's path has ~100 bytes
+        remove_stale_folders()
+        # Short (a socket's path has about 100 bytes), and named by this process, whose end makes it stale.
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
         self.bin = self.folder / "bin"
         self.listener = None
 
