@@ -556,8 +556,8 @@ def test_a_precomputed_features_model_scores_like_the_model_that_made_them(basel
 
 
 def test_the_small_experiment_ran_its_jobs_in_the_workflows_warm_servers(baseline):
-    """Each of its jobs forked from a server of its kind (clipeval/warm_jobs/), but score-probe's, which the
-    experiment has none of; test_slurm.py finds the bytes of a cluster run, whose jobs start interpreters."""
+    """Each of its jobs forked from a server of its kind (clipeval/warm_jobs/), the model check and every torch
+    job from one; test_slurm.py finds the bytes of a cluster run, whose jobs start interpreters."""
     log = (baseline / "logs/warm_jobs.log").read_text().splitlines()
     assert sorted(log) == [
         *["warm plain-1 gather-features"] * 2,
@@ -568,9 +568,9 @@ def test_the_small_experiment_ran_its_jobs_in_the_workflows_warm_servers(baselin
         *["warm plain-1 score-retrieval"] * 2,
         "warm plain-1 summarize",
         *["warm plain-2 make-topk-predictions"] * 4,
-        "warm torch-portable-1 check-models",
-        "warm torch-portable-1 describe-model",
+        "warm torch-portable-2 check-models",
         *["warm torch-portable-2 decode-pixels"] * 2,
+        "warm torch-portable-2 describe-model",
         *["warm torch-portable-2 extract-features"] * 4,
         "warm torch-portable-2 train",
     ]
