@@ -154,3 +154,25 @@ def test_a_killed_runs_folder_is_removed_by_the_next_run(tmp_path):
     finally:
         jobs.close()
         os.rmdir(alive)
+
+
+def test_a_torch_servers_imports_leave_cuda_unstarted_for_its_forks():
+    """CUDA does not survive a fork: no module a torch server loads may start it, or count the GPUs through the
+    CUDA runtime (which starts the driver), as it loads."""
+    script = (
+        "import torch\n"
+        "calls = []\n"
+        "count = torch._C._cuda_getDeviceCount\n"
+        "torch._C._cuda_getDeviceCount = lambda: calls.append(1) or count()\n"
+        "from clipeval.warm_jobs.decide import PRELOAD\n"
+        "from clipeval.warm_jobs.server import cuda_started, preload\n"
+        "preload(PRELOAD['torch'])\n"
+        "print(len(calls), cuda_started())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "workflow")},
+    )
+    assert result.stdout.split() == ["0", "False"], result.stderr[-2000:]

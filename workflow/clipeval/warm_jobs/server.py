@@ -11,6 +11,7 @@ interrupted as a job is by Ctrl-C, which leaves no output. The server ends when
 its standard input closes: the Snakemake run that started it has ended.
 """
 
+import atexit
 import importlib
 import json
 import os
@@ -33,6 +34,12 @@ def preload(modules: list[str]) -> None:
             importlib.import_module(name)
         except ImportError:  # not installed: the jobs that need it fail as they would in a new interpreter
             pass
+
+
+def cuda_started() -> bool:
+    """Whether torch has started CUDA here: a fork could not use the GPU (CUDA does not survive a fork)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_initialized()
 
 
 def interrupt_when_the_job_ends(connection) -> None:
@@ -79,6 +86,7 @@ def run_job(connection, request: dict, fds: list[int], pinned: dict) -> None:
         status = 1
     # The job is over: its `python` ends as soon as it has the status, which must not interrupt this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    atexit._run_exitfuncs()  # what the end of an interpreter runs: os._exit below skips it
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     connection.send(str(status).encode())
@@ -98,6 +106,8 @@ def serve(socket_path: str, modules: list[str], pinned: dict) -> None:
     listener.bind(socket_path)
     listener.listen(128)
     preload(modules)
+    if cuda_started():  # the jobs queued and to come then start interpreters of their own (shim.py)
+        return
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(sys.stdin, selectors.EVENT_READ)
