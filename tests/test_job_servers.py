@@ -176,3 +176,16 @@ def test_a_torch_servers_imports_leave_cuda_unstarted_for_its_forks():
         env={**os.environ, "PYTHONPATH": str(REPO / "workflow")},
     )
     assert result.stdout.split() == ["0", "False"], result.stderr[-2000:]
+
+
+def test_without_a_writable_folder_every_job_starts_its_own_interpreter(tmp_path, monkeypatch):
+    import tempfile
+
+    from clipeval.warm_jobs.manager import started
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no such folder"))
+    assert started("portable", tmp_path / "logs/warm_jobs.log") is None
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / "logs").write_text("a file where the logs folder would be")
+    assert started("portable", tmp_path / "logs/warm_jobs.log") is None
+    assert not list(tmp_path.glob("clipeval-jobs-*"))  # the manager's folder is not left behind

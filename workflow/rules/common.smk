@@ -31,7 +31,7 @@ from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metri
 from clipeval.planning.series import expand_checkpoint_series
 from clipeval.storage.jsonl import write_json
 from clipeval.warm_jobs.decide import wanted as wanted_warm_jobs
-from clipeval.warm_jobs.manager import WarmJobs
+from clipeval.warm_jobs.manager import started as started_warm_jobs
 
 ENV_FILE = "../../envs/clipeval.yaml"
 
@@ -179,8 +179,9 @@ def start_warm_jobs():
     global WARM_JOBS
     if wanted_warm_jobs(local_cores(), workflow.deployment_settings.deployment_method):
         return
-    WARM_JOBS = WarmJobs(config["numerics"], Path("logs/warm_jobs.log"))
-    shell.prefix(job_prefix([WARM_JOBS.start()]))
+    WARM_JOBS = started_warm_jobs(config["numerics"], Path("logs/warm_jobs.log"))
+    if WARM_JOBS is not None:
+        shell.prefix(job_prefix([WARM_JOBS.bin]))
 
 
 def stop_warm_jobs():

@@ -47,7 +47,7 @@ class WarmJobs:
         # Short (a socket's path has about 100 bytes), and named by this process, whose end makes it stale.
         self.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
         self.bin = self.folder / "bin"
-        self.listener = None
+        self.listener = self.log = None
 
     def start(self) -> Path:
         self.bin.mkdir()
@@ -115,6 +115,8 @@ class WarmJobs:
     def close(self) -> None:
         if self.listener is not None:
             self.listener.close()
+        if self.log is not None:
+            self.log.close()
         servers = [server for server in self.servers.values() if server is not None]
         for server in servers:
             server.process.stdin.close()
@@ -124,6 +126,18 @@ class WarmJobs:
             except subprocess.TimeoutExpired:
                 server.process.kill()
         self.servers.clear()
-        if self.listener is not None:
-            self.log.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def started(profile: str, log: Path) -> WarmJobs | None:
+    """A run's warm jobs, started; None where the machine refuses (no writable temporary folder, or logs/):
+    every job then starts an interpreter of its own, as it would without them."""
+    jobs = None
+    try:
+        jobs = WarmJobs(profile, log)
+        jobs.start()
+    except OSError:
+        if jobs is not None:
+            jobs.close()
+        return None
+    return jobs
