@@ -41,17 +41,26 @@ ARCH = "ViT-B-32"
 SIZE = (640, 480)
 
 
-def photo_like_jpegs(count, seed=0):
-    """JPEG bytes of smooth random colour fields with fine noise: a photograph's decoding cost, not its looks."""
+def photo_like_jpeg(index, seed=0):
+    """JPEG bytes of a smooth random colour field with fine noise: a photograph's decoding cost, not its looks.
+    Each image has a random stream of its own, so that many processes can make a large set."""
     from PIL import Image
 
-    rng = np.random.default_rng(seed)
-    for _ in range(count):
-        coarse = Image.fromarray(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)).resize(SIZE, Image.BICUBIC)
-        pixels = np.asarray(coarse, dtype=np.int16) + rng.integers(-12, 13, (SIZE[1], SIZE[0], 3), dtype=np.int16)
-        buffer = io.BytesIO()
-        Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(buffer, "JPEG", quality=90)
-        yield buffer.getvalue()
+    rng = np.random.default_rng([seed, index])
+    coarse = Image.fromarray(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)).resize(SIZE, Image.BICUBIC)
+    pixels = np.asarray(coarse, dtype=np.int16) + rng.integers(-12, 13, (SIZE[1], SIZE[0], 3), dtype=np.int16)
+    buffer = io.BytesIO()
+    Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(buffer, "JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def photo_like_jpegs(count, seed=0):
+    """photo_like_jpeg(0), …, photo_like_jpeg(count - 1), made in a process per core."""
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    with ProcessPoolExecutor() as pool:
+        yield from pool.map(partial(photo_like_jpeg, seed=seed), range(count), chunksize=16)
 
 
 def images_per_second(count, function):

@@ -17,7 +17,15 @@ time:
 - first run, numerics: native: clipeval's first run again, in a folder of
   its own, with the CPU's fastest code path instead of the portable one;
 - first run, each job a new interpreter: the first run again, in a folder
-  of its own, with CLIPEVAL_WARM_JOBS=0 (no job forks from a warm server).
+  of its own, with CLIPEVAL_WARM_JOBS=0 (no job forks from a warm server);
+- a sweep (`--sweep N`): N more checkpoints of the architecture on the same
+  data, CLIP_benchmark one run each, clipeval one run of them all. Where a
+  lent machine's minutes do not allow all of CLIP_benchmark's runs,
+  `--peer-sweep-runs` times only that many and counts each run left at
+  their mean, and the row says so.
+
+On the GPU (`--device cuda`) the second-model, native and new-interpreter
+rows are left out: they answer questions of the CPU.
 
 Captions run from 7 to 29 words, 12.3 on average as Flickr30k's (whose
 longest run longer): a block's longest caption decides how far clipeval
@@ -34,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -130,6 +139,7 @@ def install_peer(folder: Path, wheels: Path | None) -> None:
 
 
 def timed(command, cwd=None, env=None) -> float:
+    """The command's wall time; it must succeed."""
     start = time.perf_counter()
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     if result.returncode != 0:
@@ -210,12 +220,15 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--cores", default="2", help="Snakemake's --cores for clipeval (all: the machine's)")
     parser.add_argument("--sweep", type=int, default=0, help="add a row: this many more checkpoints of one arch")
+    parser.add_argument(
+        "--peer-sweep-runs", type=int, help="time only this many of CLIP_benchmark's sweep runs (default: all)"
+    )
     parser.add_argument("--peer-wheels", type=Path, help="install CLIP_benchmark from these wheels, not the index")
+    parser.add_argument("--keep", type=Path, help="work in this new folder and leave it (default: a temporary one)")
     args = parser.parse_args(argv)
     setting = Setting(args.device, args.precision, args.workers, args.batch_size, args.cores)
     on_cpu = args.device == "cpu"
-    with tempfile.TemporaryDirectory(prefix="clipeval-peer-") as scratch:
-        scratch = Path(scratch)
+    with scratch_folder(args.keep) as scratch:
         peer, workdir = scratch / "peer", scratch / "clipeval"
         install_peer(peer, args.peer_wheels)
         workdir.mkdir()
@@ -227,7 +240,7 @@ def main(argv=None):
         write_checkpoint(first, seed=0)
         write_checkpoint(second, seed=1)
         more = [1, 5, 10, min(50, args.images)]  # CLIP_benchmark refuses a K above the gallery's size
-        seconds = {}
+        seconds = Measured()
         peer_first = peer_run(data, peer, first, [1, 5, 10], scratch / "peer-first.json", setting)
         first_started = datetime.now().replace(microsecond=0)
         seconds["first run"] = (peer_first, clipeval_run(workdir, {"first": first}, [1, 5, 10], setting))
@@ -246,14 +259,18 @@ def main(argv=None):
                 seconds["first run"][0],
                 clipeval_run(native, {"first": native / "data/first.pt"}, [1, 5, 10], setting, "native"),
             )
-        cold = fresh_copy(scratch / "clipeval-cold", data)
-        seconds["first run, each job a new interpreter"] = (
-            seconds["first run"][0],
-            clipeval_run(cold, {"first": cold / "data/first.pt"}, [1, 5, 10], setting, env=NEW_INTERPRETERS),
-        )
+            cold = fresh_copy(scratch / "clipeval-cold", data)
+            seconds["first run, each job a new interpreter"] = (
+                seconds["first run"][0],
+                clipeval_run(cold, {"first": cold / "data/first.pt"}, [1, 5, 10], setting, env=NEW_INTERPRETERS),
+            )
         if args.sweep:
             row = f"a sweep: {args.sweep} more checkpoints"
-            seconds[row] = sweep(data, peer, workdir, scratch, args.sweep, setting)
+            timed_runs = min(args.peer_sweep_runs or args.sweep, args.sweep)
+            if timed_runs < args.sweep:
+                runs = f"{timed_runs} run{'s' * (timed_runs > 1)}"
+                row += f" (CLIP_benchmark: {runs} timed, the other {args.sweep - timed_runs} at their mean)"
+            seconds[row] = sweep(data, peer, workdir, scratch, args.sweep, timed_runs, setting)
         agreement = recalls(
             scratch / "peer-first.json", workdir / "results/experiments/peer/scores/first/flickr-like/retrieval.json"
         )
@@ -320,17 +337,39 @@ def fresh_copy(folder: Path, data: Path) -> Path:
     return folder
 
 
-def sweep(data: Path, peer: Path, workdir: Path, scratch: Path, count: int, setting: Setting) -> tuple:
-    """(CLIP_benchmark's seconds for `count` more checkpoints, one run each; clipeval's for one run of them all,
-    its dataset and pixels cached by the first run)."""
+def sweep(data: Path, peer: Path, workdir: Path, scratch: Path, count: int, timed_runs: int, setting) -> tuple:
+    """(CLIP_benchmark's seconds for `count` more checkpoints, one run each, of which `timed_runs` are timed and
+    the rest counted at their mean; clipeval's for one run of them all, its dataset and pixels cached by the
+    first run)."""
     checkpoints = {f"sweep-{index}": data / f"sweep-{index}.pt" for index in range(count)}
     for index, path in enumerate(checkpoints.values()):
         write_checkpoint(path, seed=100 + index)
-    peer_seconds = sum(
+    ours = clipeval_run(workdir, checkpoints, [1, 5, 10], setting)
+    runs = [
         peer_run(data, peer, path, [1, 5, 10], scratch / f"peer-{name}.json", setting)
-        for name, path in checkpoints.items()
-    )
-    return peer_seconds, clipeval_run(workdir, checkpoints, [1, 5, 10], setting)
+        for name, path in list(checkpoints.items())[:timed_runs]
+    ]
+    return sum(runs) * count / len(runs), ours
+
+
+class Measured(dict):
+    """{row: (CLIP_benchmark's seconds, clipeval's)}, each row also printed as it is measured: a run stopped
+    short (a lent machine's time running out) keeps the rows it measured."""
+
+    def __setitem__(self, row, pair):
+        print(f"measured: {row}: CLIP_benchmark {pair[0]:.1f} s, clipeval {pair[1]:.1f} s", file=sys.stderr, flush=True)
+        super().__setitem__(row, pair)
+
+
+@contextmanager
+def scratch_folder(keep: Path | None):
+    """A temporary folder, or `keep`, made new and left in place."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix="clipeval-peer-") as scratch:
+            yield Path(scratch)
+        return
+    keep.mkdir(parents=True)
+    yield keep.resolve()
 
 
 if __name__ == "__main__":

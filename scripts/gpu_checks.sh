@@ -2,10 +2,12 @@
 # The checks to run on a lent GPU machine, from the repository root, with clipeval's dependencies importable.
 #   scripts/gpu_checks.sh tests               the GPU tests and the pixel stage's
 #   scripts/gpu_checks.sh bench fp32 fp16 …   the extraction benchmark on the GPU at each precision
-#   scripts/gpu_checks.sh peer                CLIP_benchmark beside clipeval on the GPU (benchmarks/peer.py)
-#   scripts/gpu_checks.sh all                 tests, then peer, their tables printed last
+#   scripts/gpu_checks.sh peer                CLIP_benchmark beside clipeval on the GPU (benchmarks/peer.py),
+#                                             then where its CPU stages spent their time (stage_costs.py)
+#   scripts/gpu_checks.sh all                 the stored-pixel GPU tests, then peer: about 8 minutes on an H200
 # IMAGES (default 2048; 5000 for peer) and ROUNDS (default 2) size the benchmarks; SWEEP adds the sweep
-# (extraction's table: models, default 0; peer's row: checkpoints, default 10).
+# (extraction's table: models, default 0; peer's row: checkpoints, default 10, of which PEER_SWEEP_RUNS
+# CLIP_benchmark runs are timed, default 2: ten would take five minutes of a lent machine's fifteen).
 # On the device machine, with the wheels of scripts/gpu_wheels.sh carried in .whl:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
 #     .whl/*.whl && export PYTHONPATH=/tmp/site && scripts/gpu_checks.sh all
@@ -23,12 +25,23 @@ run_tests() {
   python3 -m pytest -p no:cacheprovider -o addopts="" -q -rs tests/test_gpu.py tests/test_pixels.py \
     tests/test_job_servers.py 2>&1 | tail -25 | tee "$out/tests.txt"
 }
-# A first run, a re-run after a metric change, the same first run with every job a new interpreter, and a sweep,
+# The GPU tests of stored pixels (the one that hung on an H200 among them) and of the warm server's CUDA rule,
+# stopped at the first failure and bounded, so that a hang costs minutes of no other check.
+run_short_tests() {
+  timeout -s INT 200 python3 -m pytest -p no:cacheprovider -o addopts="" -q -rs -x --durations=5 \
+    tests/test_gpu.py tests/test_job_servers.py -k "stored_pixels or leave_cuda_unstarted" 2>&1 |
+    tail -40 | tee "$out/tests.txt"
+}
+# A first run, a re-run after a metric change and a sweep, then where the CPU stages of the first run spent time,
 # as a researcher runs both tools on a GPU node: amp, a loader worker per core but one, batch 256.
 run_peer() {
+  local kept=/tmp/clipeval-peer-kept
+  rm -rf "$kept"
   (cd benchmarks && python3 peer.py --device cuda --precision amp --images "${IMAGES:-5000}" \
-    --workers $(($(nproc) - 1)) --batch-size 256 --cores all --sweep "${SWEEP:-10}" --peer-wheels ../.whl \
+    --workers $(($(nproc) - 1)) --batch-size 256 --cores all --sweep "${SWEEP:-10}" \
+    --peer-sweep-runs "${PEER_SWEEP_RUNS:-2}" --peer-wheels ../.whl --keep "$kept" \
     2>&1 | grep -v -e WARNING | tee "$out/peer.md")
+  (cd benchmarks && python3 stage_costs.py "$kept" 2>&1 | grep -v -e WARNING | tee "$out/stage_costs.md")
 }
 case "${1:-}" in
 tests)
@@ -38,9 +51,9 @@ peer)
   run_peer
   ;;
 all)
-  run_tests >/dev/null
+  run_short_tests >/dev/null
   run_peer >/dev/null
-  cat "$out/tests.txt" "$out/peer.md"
+  cat "$out/tests.txt" "$out/peer.md" "$out/stage_costs.md"
   ;;
 bench)
   shift

@@ -130,21 +130,35 @@ COMMAND_SECONDS = 900
 def run_cli(*args, cwd=None, timeout=COMMAND_SECONDS):
     """Run `python -m clipeval ARGS` as a user would; return the CompletedProcess. A command still running after
     `timeout` seconds fails the test with where each of its threads was (faulthandler, on SIGABRT), so that a
-    hang (a GPU stream or a reader thread that never returns) shows where it is instead of holding the suite."""
+    hang (a GPU stream or a reader thread that never returns) shows where it is instead of holding the suite.
+    Nor does the test wait on a process that no signal ends (one stuck in a driver): it fails, naming it."""
     command = [sys.executable, "-m", "clipeval", *map(str, args)]
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env) as job:
-        try:
-            stdout, stderr = job.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            job.send_signal(signal.SIGABRT)
-            try:
-                stdout, stderr = job.communicate(timeout=60)
-            except subprocess.TimeoutExpired:  # not even the signal ended it
-                job.kill()
-                stdout, stderr = job.communicate()
-            pytest.fail(f"clipeval {args[0]} still ran after {timeout} s; its threads:\n{stderr[-6000:]}")
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
+    try:
+        stdout, stderr = job.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        job.send_signal(signal.SIGABRT)
+        stderr = _output_within(job, HUNG_GRACE_SECONDS)
+        if stderr is None:
+            job.kill()
+            stderr = _output_within(job, HUNG_GRACE_SECONDS)
+        if stderr is None:
+            pytest.fail(f"clipeval {args[0]} still ran after {timeout} s, and SIGKILL did not end it (pid {job.pid})")
+        pytest.fail(f"clipeval {args[0]} still ran after {timeout} s; its threads:\n{stderr[-6000:]}")
     return subprocess.CompletedProcess(command, job.returncode, stdout, stderr)
+
+
+# How long a hung command gets to print its threads after SIGABRT, and to end after SIGKILL.
+HUNG_GRACE_SECONDS = 20
+
+
+def _output_within(job, seconds):
+    """The standard error of a job told to stop, once it ended within `seconds`; else None."""
+    try:
+        return job.communicate(timeout=seconds)[1]
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def extract_with_tiny(checkpoint, *options, timeout=COMMAND_SECONDS):

@@ -31,7 +31,7 @@ needs_faiss_gpu = pytest.mark.skipif(
 FP32_TOLERANCE = 1e-4
 HALF_PRECISION_MIN_COSINE = 0.99
 # Each command here takes seconds on a GPU: one that runs past this has hung, and fails showing where (run_cli).
-GPU_COMMAND_SECONDS = 120
+GPU_COMMAND_SECONDS = 60
 
 
 def unit_rows(rng, n, d):

@@ -89,3 +89,16 @@ def test_a_file_in_another_format_is_refused_before_any_plugin_reads_it():
     with pytest.raises(ClipevalError) as error:
         imagestore.decode_image(EPS, "folder/cat.png")
     assert str(error.value) == "folder/cat.png: image does not decode (not JPEG, PNG, WEBP, BMP, GIF, TIFF)"
+
+
+def test_images_are_committed_in_batches_and_the_map_still_grows(tmp_path, monkeypatch):
+    monkeypatch.setattr(imagestore, "_INITIAL_MAP_SIZE", 32 << 10)
+    monkeypatch.setattr(imagestore, "IMAGES_PER_COMMIT", 3)
+    raw = {image_id: png((image_id, 0, 0), size=(64, 64)) for image_id in range(10)}
+    assert write_image_store(tmp_path / "imgs", raw.items()) == 10
+    store = ImageStore(tmp_path / "imgs")
+    assert store.image_ids().tolist() == list(range(10))
+    assert all(store.encoded_bytes(image_id) == raw[image_id] for image_id in raw)
+    with pytest.raises(ClipevalError, match="duplicate image_id 1$"):
+        write_image_store(tmp_path / "again", [(i, png("red")) for i in (0, 1, 2, 3, 4, 1)])
+    assert not (tmp_path / "again").exists()

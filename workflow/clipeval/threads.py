@@ -5,6 +5,7 @@ threads run their calls at once, without copying arrays between processes.
 """
 
 import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -31,3 +32,25 @@ def in_threads(function, parts) -> list:
         return [function(*part) for part in parts]
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(lambda part: function(*part), parts))
+
+
+def ordered_map(function, items, ahead_per_thread: int = 4):
+    """function(item) for each item, in order, computed in compute_threads() threads with at most
+    ahead_per_thread items per thread in flight (their results held in memory). An item's exception is
+    raised at its place in the order, after every earlier item's result: what a plain loop would do."""
+    workers = compute_threads()
+    if workers < 2:
+        yield from map(function, items)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        pending = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(function, item))
+                if len(pending) >= workers * ahead_per_thread:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:  # an error or a consumer that stopped early: start nothing more
+                future.cancel()

@@ -22,6 +22,9 @@ for prepared_format in SOURCE_FORMATS.values():
             dataset_key=datasets_of_format(prepared_format.name),
         conda:
             ENV_FILE
+        # Images are read and checked in the job's threads; the extraction jobs' threads stay free, so that
+        # the model is described beside it.
+        threads: lambda wildcards: max(1, (local_cores() or 1) - COMPUTE_THREADS)
         params:
             format=prepared_format.name,
             settings=prepare_settings,

@@ -6,6 +6,7 @@ from pathlib import Path, PurePosixPath
 
 from clipeval.data.image_lmdb import decode_image
 from clipeval.errors import ClipevalError
+from clipeval.threads import ordered_map
 
 # The largest image file read: an uncompressed image of PIL's decompression-bomb
 # pixel limit (image_lmdb.MAX_IMAGE_PIXELS) takes about this much. A larger file
@@ -36,19 +37,23 @@ def listed_image(image_dir, names: list[str], where: str) -> Path:
 
 
 def read_image_files(files: Iterable[tuple[int, Path]], source) -> Iterator[tuple[int, bytes]]:
-    """Yield (image_id, file bytes), checking that each is a regular file of bounded size that decodes."""
-    for image_id, path in files:
-        try:
-            status = path.stat()
-        except OSError:  # missing, a dangling link, a link loop
-            raise ClipevalError(f"{source}: image_id {image_id}: image file {path} not found") from None
-        if not stat.S_ISREG(status.st_mode):
-            raise ClipevalError(f"{source}: image_id {image_id}: image file {path} is not a regular file")
-        if status.st_size > MAX_IMAGE_BYTES:
-            raise ClipevalError(
-                f"{path}: image_id {image_id}: {status.st_size:,} bytes, more than an image file may have"
-                f" ({MAX_IMAGE_BYTES:,})"
-            )
-        raw = path.read_bytes()
-        decode_image(raw, f"{path}: image_id {image_id}")
-        yield image_id, raw
+    """Yield (image_id, file bytes), checking that each is a regular file of bounded size that decodes. Files
+    are read and decoded in the job's threads (PIL lets go of the GIL while it decodes), yielded in order."""
+    return ordered_map(lambda file: (file[0], _checked_image_file(*file, source)), files)
+
+
+def _checked_image_file(image_id: int, path: Path, source) -> bytes:
+    try:
+        status = path.stat()
+    except OSError:  # missing, a dangling link, a link loop
+        raise ClipevalError(f"{source}: image_id {image_id}: image file {path} not found") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise ClipevalError(f"{source}: image_id {image_id}: image file {path} is not a regular file")
+    if status.st_size > MAX_IMAGE_BYTES:
+        raise ClipevalError(
+            f"{path}: image_id {image_id}: {status.st_size:,} bytes, more than an image file may have"
+            f" ({MAX_IMAGE_BYTES:,})"
+        )
+    raw = path.read_bytes()
+    decode_image(raw, f"{path}: image_id {image_id}")
+    return raw

@@ -89,23 +89,37 @@ def write_image_store(path, images: Iterable[tuple[int, bytes]], shown_as=None) 
             raise ClipevalError(f"{shown}: cannot write the image store ({reason})") from None
 
 
+# Images written to the store per transaction: one commit each would sync the map that often, and the
+# store only becomes visible whole anyway (write_image_store writes it beside its place).
+IMAGES_PER_COMMIT = 512
+
+
 def _fill(env, images: Iterable[tuple[int, bytes]], shown) -> int:
     count = 0
+    batch = []
     for image_id, raw in images:
-        key = str(image_id).encode()
-        value = base64.b64encode(raw)
-        while True:
-            try:
-                with env.begin(write=True) as txn:
-                    if not txn.put(key, value, overwrite=False):
-                        raise ClipevalError(f"{shown}: duplicate image_id {image_id}")
-                break
-            except lmdb.MapFullError:
-                env.set_mapsize(env.info()["map_size"] * 2)
-        count += 1
-    with env.begin(write=True) as txn:
-        txn.put(COUNT_KEY, str(count).encode())
+        batch.append((str(image_id).encode(), base64.b64encode(raw), image_id))
+        if len(batch) == IMAGES_PER_COMMIT:
+            count += _commit(env, batch, shown)
+            batch = []
+    count += _commit(env, batch + [(COUNT_KEY, None, None)], shown, total=count + len(batch))
     return count
+
+
+def _commit(env, batch, shown, total=None) -> int:
+    """Put (key, value, image_id) pairs in one transaction, the map grown until they fit; `total`, when given,
+    goes under COUNT_KEY (the entry whose value is None). Returns the images put."""
+    while True:
+        try:
+            with env.begin(write=True) as txn:
+                for key, value, image_id in batch:
+                    if value is None:
+                        txn.put(COUNT_KEY, str(total).encode())
+                    elif not txn.put(key, value, overwrite=False):
+                        raise ClipevalError(f"{shown}: duplicate image_id {image_id}")
+            return sum(value is not None for _, value, _ in batch)
+        except lmdb.MapFullError:
+            env.set_mapsize(env.info()["map_size"] * 2)
 
 
 class ImageStore:

@@ -12,7 +12,7 @@ from tqdm import tqdm
 from clipeval.data.image_lmdb import ImageStore
 from clipeval.errors import ClipevalError
 from clipeval.features.image_loader import image_batches
-from clipeval.features.pixels import device_normalize, host_rows, model_input, split_transform
+from clipeval.features.pixels import device_normalize, host_block, model_input, split_transform
 from clipeval.features.sharding import FORWARD_BLOCK, block_span, padded_block
 from clipeval.features.text_span import WINDOW, unit_caption_features
 
@@ -92,11 +92,17 @@ def _stored_blocks(pixels, normalize, first, last, *, device, dtype):
     # Copies to the GPU on a stream of their own run beside the model's kernels rather than between them.
     upload = torch.cuda.Stream(device) if on_gpu else None
 
-    def read(position):
-        return host_rows(pixels.rows(position, min(position + FORWARD_BLOCK, last)), on_gpu)
+    def read_into(block, position):
+        np.copyto(block.numpy(), pixels.rows(position, position + len(block)))
+        return block
+
+    def empty_block(position):
+        return host_block(min(FORWARD_BLOCK, last - position), pixels.row_shape, on_gpu)
 
     with ThreadPoolExecutor(max_workers=READERS) as reader:
-        reads = (reader.submit(read, position) for position in range(first, last, FORWARD_BLOCK))
+        reads = (
+            reader.submit(read_into, empty_block(position), position) for position in range(first, last, FORWARD_BLOCK)
+        )
         for rows in _lagged(reads, READ_AHEAD):
             yield model_input(_on_device(rows.result(), device, upload), normalize, device, dtype)
 

@@ -60,6 +60,11 @@ class StoredPixels:
     def __init__(self, parts: list[tuple[int, np.ndarray]]):
         self.parts = sorted(parts, key=lambda part: part[0])
 
+    @property
+    def row_shape(self) -> tuple:
+        """(height, width, 3) of every row."""
+        return self.parts[0][1].shape[1:]
+
     def rows(self, first: int, last: int) -> np.ndarray:
         pieces = [
             array[max(first - start, 0) : last - start]
