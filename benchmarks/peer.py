@@ -149,7 +149,11 @@ def timed(command, cwd=None, env=None) -> float:
 
 def peer_run(root: Path, peer: Path, checkpoint: Path, recall: list[int], output: Path, setting: Setting) -> float:
     """CLIP_benchmark's command (it takes no device: it computes on the GPU wherever torch sees one)."""
-    env = {**os.environ, "PYTHONPATH": str(peer), "OMP_WAIT_POLICY": "PASSIVE"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(peer), os.environ.get("PYTHONPATH")])),
+        "OMP_WAIT_POLICY": "PASSIVE",
+    }
     precision = ["--no_amp"] if setting.precision == "fp32" else []
     command = [sys.executable, "-m", "clip_benchmark.cli", "eval", "--dataset", "flickr30k", "--task",
                "zeroshot_retrieval", "--dataset_root", root / "images", "--model", ARCH, "--pretrained", checkpoint,

@@ -4,10 +4,13 @@
 #   scripts/gpu_checks.sh bench fp32 fp16 …   the extraction benchmark on the GPU at each precision
 #   scripts/gpu_checks.sh peer                CLIP_benchmark beside clipeval on the GPU (benchmarks/peer.py),
 #                                             then where its CPU stages spent their time (stage_costs.py)
-#   scripts/gpu_checks.sh all                 the stored-pixel GPU tests, then peer: about 8 minutes on an H200
-# IMAGES (default 2048; 5000 for peer) and ROUNDS (default 2) size the benchmarks; SWEEP adds the sweep
-# (extraction's table: models, default 0; peer's row: checkpoints, default 10, of which PEER_SWEEP_RUNS
-# CLIP_benchmark runs are timed, default 2: ten would take five minutes of a lent machine's fifteen).
+#   scripts/gpu_checks.sh all                 the stored-pixel GPU tests, then peer at 1,000 images, no sweep
+# IMAGES (default 2048; 5000 for peer, 1000 under all) and ROUNDS (default 2) size the benchmarks; SWEEP adds the
+# sweep (extraction's table: models, default 0; peer's row: checkpoints, default 10, 0 under all, of which
+# PEER_SWEEP_RUNS CLIP_benchmark runs are timed, default 2).
+# Size a call by what a lent H200 (under gVisor) took here: the three stored-pixel tests 125 s (each clipeval
+# command about 15 s on 40 images), and `peer` at 5,000 images with a 10-checkpoint sweep did not
+# finish in 540 s. A call has 15 minutes of device time in all, the machine's start included.
 # On the device machine, with the wheels of scripts/gpu_wheels.sh carried in .whl:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
 #     .whl/*.whl && export PYTHONPATH=/tmp/site && scripts/gpu_checks.sh all
@@ -21,6 +24,11 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 python3 -c 'import torch, torchvision, open_clip, faiss
 print("torch", torch.__version__, "cuda", torch.version.cuda, "torchvision", torchvision.__version__,
       "open_clip", open_clip.__version__, "faiss", faiss.__version__)' | tee -a "$out/device.txt"
+# Standard input to standard output and to file $1, line by line, without the libraries' warnings: grep
+# --line-buffered, so that a run stopped at a lent machine's time limit has written every line it measured.
+without_warnings() {
+  grep --line-buffered -v -e WARNING | tee "$1"
+}
 run_tests() {
   python3 -m pytest -p no:cacheprovider -o addopts="" -q -rs tests/test_gpu.py tests/test_pixels.py \
     tests/test_job_servers.py 2>&1 | tail -25 | tee "$out/tests.txt"
@@ -30,7 +38,8 @@ run_tests() {
 run_short_tests() {
   timeout -s INT 200 python3 -m pytest -p no:cacheprovider -o addopts="" -q -rs -x --durations=5 \
     tests/test_gpu.py tests/test_job_servers.py -k "stored_pixels or leave_cuda_unstarted" 2>&1 |
-    tail -40 | tee "$out/tests.txt"
+    tee "$out/tests.log" | tail -40 >"$out/tests.txt"
+  cat "$out/tests.txt"
 }
 # A first run, a re-run after a metric change and a sweep, then where the CPU stages of the first run spent time,
 # as a researcher runs both tools on a GPU node: amp, a loader worker per core but one, batch 256.
@@ -40,8 +49,8 @@ run_peer() {
   (cd benchmarks && python3 peer.py --device cuda --precision amp --images "${IMAGES:-5000}" \
     --workers $(($(nproc) - 1)) --batch-size 256 --cores all --sweep "${SWEEP:-10}" \
     --peer-sweep-runs "${PEER_SWEEP_RUNS:-2}" --peer-wheels ../.whl --keep "$kept" \
-    2>&1 | grep -v -e WARNING | tee "$out/peer.md")
-  (cd benchmarks && python3 stage_costs.py "$kept" 2>&1 | grep -v -e WARNING | tee "$out/stage_costs.md")
+    2>&1 | without_warnings "$out/peer.md")
+  (cd benchmarks && python3 stage_costs.py "$kept" 2>&1 | without_warnings "$out/stage_costs.md")
 }
 case "${1:-}" in
 tests)
@@ -52,7 +61,7 @@ peer)
   ;;
 all)
   run_short_tests >/dev/null
-  run_peer >/dev/null
+  IMAGES=${IMAGES:-1000} SWEEP=${SWEEP:-0} run_peer >/dev/null
   cat "$out/tests.txt" "$out/peer.md" "$out/stage_costs.md"
   ;;
 bench)
