@@ -8,6 +8,7 @@ against the jsonl's sha256; on feature files from elsewhere it parses.
 """
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -24,13 +25,13 @@ def raw_parse(path):
 
 
 def shape_rows(shape, workdir):
-    from clipeval.features.feature_files import read_features, sidecar_path, write_features
+    from clipeval.features.feature_files import OWN_RESULTS, read_features, sidecar_path, write_features
 
     n_texts, n_images = SHAPES[shape]
     images, texts = retrieval_features(n_texts, n_images)
     rows = []
     for side, id_key, matrix in (("images", "image_id", images), ("texts", "text_id", texts)):
-        path = workdir / f"{side}.jsonl"
+        path = workdir / OWN_RESULTS / f"{side}.jsonl"  # sidecars are written and read only there
         ids = np.arange(len(matrix))
         write = best_seconds(lambda: write_features(path, id_key, ids, matrix), repeats=1)
         floor = best_seconds(lambda: raw_parse(path))
@@ -51,6 +52,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
+        os.chdir(workdir)
+        (Path(workdir) / "results").mkdir()
         for shape in args.shapes:
             rows += shape_rows(shape, Path(workdir))
     print_table("feature files", ["files", "what", "seconds", "× floor"], rows)

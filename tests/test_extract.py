@@ -195,10 +195,39 @@ def test_bad_feature_files_are_named(tmp_path, lines, message):
         read_features(path, "text_id")
 
 
-def written_with_sidecar(tmp_path, matrix, ids=None):
-    path = tmp_path / "f.jsonl"
+def written_with_sidecar(tmp_path, monkeypatch, matrix, ids=None):
+    """Features written where the workflow writes them: the results folder of the working directory."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "results/features/f.jsonl"
+    path.parent.mkdir(parents=True)
     write_features(path, "image_id", np.arange(len(matrix)) if ids is None else ids, matrix)
     return path
+
+
+def test_a_sidecar_beside_features_from_elsewhere_is_never_read(tmp_path, monkeypatch):
+    """A sidecar's digests name its jsonl, which anyone can hash: beside a model's precomputed features one
+    could hold any numbers. Outside the results folder the jsonl is parsed; there no sidecar is written."""
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "precomputed/images.jsonl"
+    elsewhere.parent.mkdir()
+    write_features(elsewhere, "image_id", np.arange(2), np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32))
+    assert not sidecar_path(elsewhere).exists()
+    forged = tmp_path / "results/features/images.jsonl"
+    forged.parent.mkdir(parents=True)
+    write_features(forged, "image_id", np.arange(2), np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32))
+    forged_header, _ = feature_files._sidecar_contents(forged, "image_id")
+    header = {**forged_header, "jsonl_digest": feature_files._jsonl_digest(elsewhere)}
+    arrays = sidecar_path(forged).read_bytes().split(b"\n", 2)[2]
+    sidecar_path(elsewhere).write_bytes(feature_files._SIDECAR_MAGIC + orjson.dumps(header) + b"\n" + arrays)
+    assert feature_files._read_sidecar(elsewhere, "image_id") is not None  # a sidecar that would pass its checks
+    ids, matrix = read_features(elsewhere, "image_id")
+    assert ids.tolist() == [0, 1] and matrix.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_sidecars_are_kept_where_the_workflow_writes_its_results():
+    from clipeval.planning.artifacts import RESULTS
+
+    assert feature_files.OWN_RESULTS == RESULTS
 
 
 def test_the_sidecar_holds_exactly_what_parsing_the_file_gives(tmp_path, monkeypatch):
@@ -208,11 +237,12 @@ def test_the_sidecar_holds_exactly_what_parsing_the_file_gives(tmp_path, monkeyp
     bits = np.random.default_rng(0).integers(0, 2**32, size=(2000, 64), dtype=np.uint64).astype(np.uint32)
     matrix = bits.view(np.float32)
     matrix[~np.isfinite(matrix) | (np.abs(matrix) > 1e17)] = 1.0
-    path = written_with_sidecar(tmp_path, matrix)
+    path = written_with_sidecar(tmp_path, monkeypatch, matrix)
     assert sidecar_path(path).is_file()
+    read_sidecar = feature_files._read_sidecar
     monkeypatch.setattr(feature_files, "_read_sidecar", lambda *args: None)
     parsed_ids, parsed = read_features(path, "image_id")
-    monkeypatch.undo()
+    monkeypatch.setattr(feature_files, "_read_sidecar", read_sidecar)
     monkeypatch.setattr(feature_files, "read_keyed_jsonl", None)  # the sidecar alone answers
     ids, from_sidecar = read_features(path, "image_id")
     assert np.array_equal(ids, parsed_ids)
@@ -246,7 +276,9 @@ def truncate_the_sidecar(path):
 @pytest.mark.parametrize("spoil", [edit_one_value, swap_in_another_file, damage_the_arrays, truncate_the_sidecar])
 def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, monkeypatch, spoil, piece_bytes):
     monkeypatch.setattr(feature_files, "_DIGEST_PIECE_BYTES", piece_bytes)
-    path = written_with_sidecar(tmp_path, np.array([[0.5, 1.0], [0.25, 0.5], [1.0, 0.0]], dtype=np.float32))
+    path = written_with_sidecar(
+        tmp_path, monkeypatch, np.array([[0.5, 1.0], [0.25, 0.5], [1.0, 0.0]], dtype=np.float32)
+    )
     spoil(path)
     expected = np.array(
         [[float(v) for v in orjson.loads(line)["feature"]] for line in path.read_text().splitlines()], dtype=np.float32
@@ -290,8 +322,10 @@ def test_the_digest_is_a_sha256_over_its_pieces_in_order_whatever_the_threads(tm
         ),
     ],
 )
-def test_features_the_reader_would_refuse_get_no_sidecar_and_the_reader_names_the_line(tmp_path, matrix, message):
-    path = written_with_sidecar(tmp_path, matrix)
+def test_features_the_reader_would_refuse_get_no_sidecar_and_the_reader_names_the_line(
+    tmp_path, monkeypatch, matrix, message
+):
+    path = written_with_sidecar(tmp_path, monkeypatch, matrix)
     assert not sidecar_path(path).exists()
     with pytest.raises(ClipevalError, match=message):
         read_features(path, "image_id")

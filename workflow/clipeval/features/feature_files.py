@@ -7,8 +7,11 @@ leaves the arrays beside it in a sidecar (FILE.jsonl.arrays) that names the
 digest of the jsonl it holds (a sha256 over sha256s of its pieces, which
 hash in parallel). A reader uses the sidecar only when the jsonl's bytes hash
 to that digest and the arrays to theirs: a sidecar can never stand
-for another file, an edited one, or itself damaged. Otherwise (and for
-feature files from elsewhere) the jsonl is parsed.
+for another file, an edited one, or itself damaged. Anyone can compute those
+digests, though, so sidecars are written and read only under the results
+folder the workflow writes (OWN_RESULTS): beside feature files from elsewhere
+(a model's precomputed features) a sidecar could be anyone's, and the jsonl
+is parsed.
 """
 
 import hashlib
@@ -25,6 +28,8 @@ from clipeval.storage.jsonl import read_keyed_jsonl, write_jsonl
 from clipeval.threads import in_threads
 
 SIDECAR_SUFFIX = ".arrays"
+# Where the workflow writes its artifacts (planning/artifacts.RESULTS), from the working directory.
+OWN_RESULTS = Path("results")
 _SIDECAR_MAGIC = b"clipeval feature arrays 2\n"  # 1 named the jsonl by its plain sha256
 
 ID_KEYS = ("image_id", "text_id", "class_id")
@@ -49,9 +54,14 @@ def write_feature_batches(path, id_key: str, batches) -> int:
                 yield {id_key: feature_id, "feature": row}
 
     count = write_jsonl(path, rows())
-    if count:
+    if count and in_own_results(path):
         _write_sidecar(Path(path), id_key, np.concatenate(written_ids), np.concatenate(written))
     return count
+
+
+def in_own_results(path) -> bool:
+    """Whether `path` lies in the results folder of the working directory, links followed."""
+    return Path(path).resolve().is_relative_to(OWN_RESULTS.resolve())
 
 
 def sidecar_path(path) -> Path:
@@ -151,7 +161,7 @@ MAX_DIMENSION = 16_384
 def read_features(path, id_key: str) -> tuple[np.ndarray, np.ndarray]:
     """Return (ids, float32 matrix) after checking ids, dimensions and values."""
     path = Path(path)
-    if path.is_file():
+    if path.is_file() and in_own_results(path):
         arrays = _read_sidecar(path, id_key)
         if arrays is not None:
             return arrays
