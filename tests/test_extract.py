@@ -12,6 +12,7 @@ from clipeval.features import feature_files
 from clipeval.features.encode import iter_image_features, iter_text_features
 from clipeval.features.feature_files import check_same_dimension, read_features, sidecar_path, write_features
 from clipeval.models.build import build_model
+from clipeval.storage import digests
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +276,7 @@ def truncate_the_sidecar(path):
 @pytest.mark.parametrize("piece_bytes", [7, 16 << 20])
 @pytest.mark.parametrize("spoil", [edit_one_value, swap_in_another_file, damage_the_arrays, truncate_the_sidecar])
 def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, monkeypatch, spoil, piece_bytes):
-    monkeypatch.setattr(feature_files, "_DIGEST_PIECE_BYTES", piece_bytes)
+    monkeypatch.setattr(digests, "PIECE_BYTES", piece_bytes)
     path = written_with_sidecar(
         tmp_path, monkeypatch, np.array([[0.5, 1.0], [0.25, 0.5], [1.0, 0.0]], dtype=np.float32)
     )
@@ -288,8 +289,8 @@ def test_a_sidecar_that_does_not_match_its_file_is_never_used(tmp_path, monkeypa
 
 
 def test_the_digest_is_a_sha256_over_its_pieces_in_order_whatever_the_threads(tmp_path, monkeypatch):
-    monkeypatch.setattr(feature_files, "_DIGEST_PIECE_BYTES", 4)
-    digests = {}
+    monkeypatch.setattr(digests, "PIECE_BYTES", 4)
+    found = {}
     for name, content in [
         ("plain", b"abcdefgh12"),
         ("pieces swapped", b"efghabcd12"),
@@ -298,14 +299,10 @@ def test_the_digest_is_a_sha256_over_its_pieces_in_order_whatever_the_threads(tm
         (tmp_path / name).write_bytes(content)
         for threads in ("1", "3"):
             monkeypatch.setenv("OMP_NUM_THREADS", threads)
-            digests[name, threads] = feature_files._jsonl_digest(tmp_path / name)
+            found[name, threads] = feature_files._jsonl_digest(tmp_path / name)
     pieces = b"".join(hashlib.sha256(piece).digest() for piece in (b"abcd", b"efgh", b"12"))
-    assert (
-        digests["plain", "1"]
-        == digests["plain", "3"]
-        == hashlib.sha256((10).to_bytes(8, "little") + pieces).hexdigest()
-    )
-    assert len(set(digests.values())) == 3
+    assert found["plain", "1"] == found["plain", "3"] == hashlib.sha256((10).to_bytes(8, "little") + pieces).hexdigest()
+    assert len(set(found.values())) == 3
 
 
 @pytest.mark.parametrize(

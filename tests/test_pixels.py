@@ -127,7 +127,7 @@ def test_pixels_of_another_recipe_are_refused(tiny_checkpoint, varied_store, tmp
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        f"clipeval: error: {folders[0]}: pixels of recipe '64x64-squash-bicubic-fill0' (format 1),"
+        f"clipeval: error: {folders[0]}: pixels of recipe '64x64-squash-bicubic-fill0' (format 2),"
         " not '64x64-shortest-bicubic-fill0'"
     )
     assert not (tmp_path / "f.jsonl").exists()
@@ -138,6 +138,24 @@ def test_pixels_of_other_images_are_refused(varied_store, tmp_path):
     folders = decode_pixels(varied_store, recipe, tmp_path)
     with pytest.raises(ClipevalError, match=r"its images are not positions \[0, 70\) of this dataset"):
         open_stored_pixels(folders, recipe, varied_store.image_ids() + 1)
+
+
+def test_pixels_changed_on_disk_are_refused_until_they_are_the_ones_written(varied_store, tmp_path):
+    """A pixels.npy edited after decode-pixels wrote it gave other numbers, unnoticed; its digest is checked."""
+    recipe = "64x64-shortest-bicubic-fill0"
+    (folder,) = decode_pixels(varied_store, recipe, tmp_path)
+    written = (folder / "pixels.npy").read_bytes()
+    changed = bytearray(written)
+    changed[-1] ^= 1
+    (folder / "pixels.npy").write_bytes(bytes(changed))
+    with pytest.raises(ClipevalError) as error:
+        open_stored_pixels([folder], recipe, varied_store.image_ids())
+    assert str(error.value) == (
+        f"{folder}/pixels.npy: not the pixels decode-pixels wrote (it changed since): delete {folder} and run"
+        " again, to decode the images anew"
+    )
+    (folder / "pixels.npy").write_bytes(written)
+    assert open_stored_pixels([folder], recipe, varied_store.image_ids()).rows(0, 2).shape == (2, 64, 64, 3)
 
 
 def test_recipes_name_what_decides_the_pixels():

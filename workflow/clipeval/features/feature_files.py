@@ -14,7 +14,6 @@ folder the workflow writes (OWN_RESULTS): beside feature files from elsewhere
 is parsed.
 """
 
-import hashlib
 import itertools
 import os
 from pathlib import Path
@@ -24,8 +23,8 @@ import orjson
 
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output
+from clipeval.storage.digests import file_piecewise_sha256, piecewise_sha256
 from clipeval.storage.jsonl import read_keyed_jsonl, write_jsonl
-from clipeval.threads import in_threads
 
 SIDECAR_SUFFIX = ".arrays"
 # Where the workflow writes its artifacts (planning/artifacts.RESULTS), from the working directory.
@@ -69,28 +68,13 @@ def sidecar_path(path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
-# A digest here is the sha256 of a length and of the sha256 of each piece of this many bytes: the
-# pieces hash at once on all cores, where one sha256 over the whole runs on one.
-_DIGEST_PIECE_BYTES = 16 << 20
-
-
-def _piecewise_sha256(size: int, piece) -> str:
-    """The digest of `size` bytes that piece(start, stop) gives back."""
-    parts = [(start, min(start + _DIGEST_PIECE_BYTES, size)) for start in range(0, size, _DIGEST_PIECE_BYTES)]
-    pieces = in_threads(lambda start, stop: hashlib.sha256(piece(start, stop)).digest(), parts)
-    return hashlib.sha256(size.to_bytes(8, "little") + b"".join(pieces)).hexdigest()
-
-
 def _jsonl_digest(path) -> str:
-    with open(path, "rb") as handle:
-        return _piecewise_sha256(
-            os.fstat(handle.fileno()).st_size, lambda start, stop: os.pread(handle.fileno(), stop - start, start)
-        )
+    return file_piecewise_sha256(path)
 
 
 def _arrays_digest(arrays) -> str:
     view = memoryview(arrays)
-    return _piecewise_sha256(len(view), lambda start, stop: view[start:stop])
+    return piecewise_sha256(len(view), lambda start, stop: view[start:stop])
 
 
 def _write_sidecar(path: Path, id_key: str, ids: np.ndarray, matrix: np.ndarray) -> None:

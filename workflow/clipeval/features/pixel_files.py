@@ -2,8 +2,9 @@
 
 pixels.npy is a plain .npy of uint8, images × height × width × 3, in the
 dataset's ascending image-id order, read memory-mapped. The manifest names
-the recipe and which images the shard holds (its first position and a digest
-of its ids), so extraction checks it reads the pixels it expects. Without
+the recipe, which images the shard holds (its first position and a digest
+of its ids) and the digest of pixels.npy, so extraction checks it reads the
+pixels it expects, as decode-pixels wrote them. Without
 pixels.npy (`extract.pixels: false`, or the file deleted to free the disk)
 extraction decodes the images itself, to the same bits.
 """
@@ -15,11 +16,12 @@ import numpy as np
 
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output, make_folder
+from clipeval.storage.digests import file_piecewise_sha256
 from clipeval.storage.jsonl import read_json, write_json
 
 MANIFEST = "manifest.json"
 PIXELS = "pixels.npy"
-FORMAT = 1
+FORMAT = 2  # 1 had no digest of pixels.npy
 
 
 def ids_sha256(image_ids: np.ndarray) -> str:
@@ -50,6 +52,8 @@ def write_pixel_shard(folder, recipe: str, start: int, image_ids: np.ndarray, ba
             "images": len(image_ids),
             "image_ids_sha256": ids_sha256(image_ids),
         }
+        if shape is not None:
+            manifest["pixels_sha256"] = file_piecewise_sha256(temporary / PIXELS)
         write_json(temporary / MANIFEST, manifest)
 
 
@@ -93,6 +97,11 @@ def open_stored_pixels(folders, recipe: str, image_ids: np.ndarray) -> StoredPix
             raise ClipevalError(f"{folder}: its images are not positions [{start}, {start + count}) of this dataset")
         if not (folder / PIXELS).is_file():
             return None
+        if file_piecewise_sha256(folder / PIXELS) != manifest.get("pixels_sha256"):
+            raise ClipevalError(
+                f"{folder / PIXELS}: not the pixels decode-pixels wrote (it changed since): delete {folder} and run"
+                " again, to decode the images anew"
+            )
         array = np.load(folder / PIXELS, mmap_mode="r")
         if array.dtype != np.uint8 or array.ndim != 4 or len(array) != count or array.shape[3] != 3:
             raise ClipevalError(f"{folder / PIXELS}: {array.dtype} {array.shape}, not {count} uint8 RGB images")
