@@ -57,9 +57,63 @@ def rewrite_member(shard, name, data):
             archive.addfile(info, io.BytesIO(content))
 
 
+def rewrite_shard(shard, edit):
+    """The shard written again with edit([(name, bytes)]) as its members; a member whose bytes are a str
+    becomes a symbolic link to that name."""
+    with tarfile.open(shard) as archive:
+        members = [(m.name, archive.extractfile(m).read()) for m in archive]
+    with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as archive:
+        for name, content in edit(members):
+            info = tarfile.TarInfo(name)
+            if isinstance(content, str):
+                info.type, info.linkname = tarfile.SYMTYPE, content
+                archive.addfile(info)
+                continue
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+
+
+def moved_to_the_end(members, name):
+    return [member for member in members if member[0] != name] + [m for m in members if m[0] == name]
+
+
+def cut_after_member(shard, count):
+    """The shard's bytes up to the end of its `count`-th member: cut at a member boundary, no end marker."""
+    with tarfile.open(shard) as archive:
+        last = list(archive)[count - 1]
+    end = last.offset_data + -(-last.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+    shard.write_bytes(shard.read_bytes()[:end])
+
+
 @pytest.mark.parametrize(
     "kind, spoil, message",
     [
+        (
+            "retrieval",
+            lambda r: rewrite_shard(r / "test/0.tar", lambda ms: ms[:4] + [("s0000001.WEBP", ms[2][1])] + ms[4:]),
+            "{r}/test/0.tar: member 's0000001.WEBP': sample s0000001 has a .webp already",
+        ),
+        (
+            "retrieval",
+            lambda r: rewrite_shard(r / "test/0.tar", lambda ms: moved_to_the_end(ms, "s0000000.txt")),
+            "{r}/test/0.tar: member 's0000000.txt': sample s0000000's members are not together",
+        ),
+        (
+            "retrieval",
+            lambda r: rewrite_shard(r / "test/0.tar", lambda ms: ms[:3] + [("s0000001.txt", "s0000000.txt")] + ms[4:]),
+            "{r}/test/0.tar: member 's0000001.txt' is a link or a special file, not a sample's file",
+        ),
+        (
+            "retrieval",
+            lambda r: cut_after_member(r / "test/0.tar", 4),
+            "{r}/test/0.tar: the archive has no end marker after its last member: was it cut short?",
+        ),
+        (
+            "retrieval",
+            lambda r: (r / "test/0.tar").write_bytes((r / "test/0.tar").read_bytes() + (r / "test/1.tar").read_bytes()),
+            "{r}/test/0.tar: data at byte 10,240 after the archive's last member is not read (two tars joined, or a"
+            " damaged member header): give each tar as a shard of its own",
+        ),
         (
             "retrieval",
             lambda r: rewrite_member(r / "test/1.tar", "s0000005.txt", None),

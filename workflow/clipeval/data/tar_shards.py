@@ -34,20 +34,15 @@ def shard_files(root, split: str) -> list[Path]:
 
 
 def samples(shards: list[Path], wanted: str) -> Iterator[tuple[str, bytes, bytes]]:
-    """(where, image bytes, the `wanted` member's bytes) per sample, shards in order, members in tar order."""
+    """(where, image bytes, the `wanted` member's bytes) per sample, shards in order, members in tar order.
+    Nothing is passed over in silence: a sample's members come together (as webdataset groups them), each
+    KEY.EXTENSION once, whatever its case; a member is a regular file (a link is refused, a folder holds no
+    data); and the archive ends in tar's end marker, with nothing after it."""
     for shard in shards:
         try:
             with tarfile.open(shard, "r:") as archive:
-                grouped = {}
-                for member in archive:
-                    if not member.isfile():
-                        continue
-                    key, dot, extension = member.name.rpartition(".")
-                    if not dot or not key:
-                        raise ClipevalError(f"{shard}: member {member.name!r} is not KEY.EXTENSION")
-                    if member.size > MAX_IMAGE_BYTES:
-                        raise ClipevalError(f"{shard}: member {member.name!r} is larger than a sample's file may be")
-                    grouped.setdefault(key, {})[extension.lower()] = archive.extractfile(member).read()
+                grouped = _grouped_members(shard, archive)
+                _check_archive_end(shard, archive.offset)
         except (tarfile.TarError, EOFError, OSError) as error:
             raise ClipevalError(f"{shard}: not a readable tar file ({error})") from None
         for key, files in grouped.items():
@@ -58,6 +53,51 @@ def samples(shards: list[Path], wanted: str) -> Iterator[tuple[str, bytes, bytes
             if wanted not in files:
                 raise ClipevalError(f"{where}: has no .{wanted}")
             yield where, files[images[0]], files[wanted]
+
+
+def _grouped_members(shard: Path, archive) -> dict[str, dict[str, bytes]]:
+    """{key: {lower-case extension: bytes}} of the archive's members, in tar order."""
+    grouped, last_key = {}, None
+    for member in archive:
+        if member.isdir():
+            continue
+        if not member.isfile():
+            raise ClipevalError(f"{shard}: member {member.name!r} is a link or a special file, not a sample's file")
+        key, dot, extension = member.name.rpartition(".")
+        if not dot or not key:
+            raise ClipevalError(f"{shard}: member {member.name!r} is not KEY.EXTENSION")
+        if member.size > MAX_IMAGE_BYTES:
+            raise ClipevalError(f"{shard}: member {member.name!r} is larger than a sample's file may be")
+        if key != last_key and key in grouped:
+            raise ClipevalError(f"{shard}: member {member.name!r}: sample {key}'s members are not together")
+        files = grouped.setdefault(key, {})
+        if extension.lower() in files:
+            raise ClipevalError(f"{shard}: member {member.name!r}: sample {key} has a .{extension.lower()} already")
+        files[extension.lower()] = archive.extractfile(member).read()
+        last_key = key
+    return grouped
+
+
+# tar's end marker: two blocks of zeros, then zeros to the end of the last record.
+END_MARKER_BYTES = 2 * tarfile.BLOCKSIZE
+
+
+def _check_archive_end(shard: Path, end: int) -> None:
+    """Refuse an archive that stops without its end marker (cut short) or has data after it (tars joined with
+    cat, or a damaged header): tarfile stops reading there without a word."""
+    with open(shard, "rb") as handle:
+        handle.seek(end)
+        zeros = 0
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            if block.count(0) != len(block):
+                at = end + zeros + next(index for index, byte in enumerate(block) if byte)
+                raise ClipevalError(
+                    f"{shard}: data at byte {at:,} after the archive's last member is not read (two tars joined, or"
+                    " a damaged member header): give each tar as a shard of its own"
+                )
+            zeros += len(block)
+    if zeros < END_MARKER_BYTES:
+        raise ClipevalError(f"{shard}: the archive has no end marker after its last member: was it cut short?")
 
 
 def text_of(raw: bytes, where: str, what: str) -> str:
