@@ -12,8 +12,8 @@ from clipeval.data.dataset import open_dataset
 from clipeval.data.sources.shapes import CLASSNAMES
 
 
-def table_rows(folder):
-    return [row for shard in sorted(folder.glob("*.parquet")) for row in pq.read_table(shard).to_pylist()]
+def table_rows(folder, pattern="*"):
+    return [row for shard in sorted(folder.glob(f"{pattern}.parquet")) for row in pq.read_table(shard).to_pylist()]
 
 
 def prepare_classes(folder, tmp_path, out, *options):
@@ -116,4 +116,31 @@ def test_a_label_past_the_class_names_or_no_class_names_are_refused(tmp_path):
     result = prepare_classes(folder, tmp_path, "e")
     assert (
         result.stderr == f"clipeval: error: {shard}: row 0: the shards name no classes for 'label'; give classnames\n"
+    )
+
+
+def test_a_hub_repository_downloaded_whole_gives_only_the_split_asked_for(tmp_path):
+    """The CIFAR-10 example downloads a hub repository whole: train shards beside the test shards joined the
+    test set. Only the split asked for is read, the others named in a note."""
+    repo = tmp_path / "repo"
+    test = write_parquet_shards(repo)  # repo/data/test-0000N-of-00003.parquet
+    train = write_parquet_shards(tmp_path / "other", num_images=5, seed=3)
+    for number, shard in enumerate(sorted(train.glob("*.parquet"))):
+        shard.rename(test / f"train-{number:05d}-of-00002.parquet")
+    result = run_cli("prepare", "parquet_retrieval", "--shards", repo, "--out", tmp_path / "d")
+    assert result.returncode == 0, result.stderr
+    assert f"note: {repo}: read its 3 test shards; left out those of train" in result.stdout
+    store, _ = open_dataset(tmp_path / "d")
+    assert [store.encoded_bytes(i) for i in store.image_ids()] == [
+        row["image"]["bytes"] for row in table_rows(test, "test-*")
+    ]
+    result = run_cli("prepare", "parquet_retrieval", "--shards", repo, "--split", "train", "--out", tmp_path / "t")
+    assert result.returncode == 0, result.stderr
+    assert len(open_dataset(tmp_path / "t")[0].image_ids()) == 5
+    (test / "extra.parquet").write_bytes((test / "train-00000-of-00002.parquet").read_bytes())
+    result = run_cli("prepare", "parquet_retrieval", "--shards", repo, "--out", tmp_path / "e")
+    assert result.returncode == 1 and not (tmp_path / "e").exists()
+    assert result.stderr == (
+        f"clipeval: error: {test}/extra.parquet: its name and folders say no split, beside shards that do: give the"
+        " folder of one split\n"
     )

@@ -4,7 +4,10 @@ and `path`), captions or a label in others.
 
 Shards are read in the order of their file names (under the folder, its
 subfolders included), rows in file order, only the columns named (pyarrow):
-one shard's images are in memory at a time.
+one shard's images are in memory at a time. A hub repository downloaded
+whole holds every split's shards (data/train-…, data/test-…, or a folder per
+split): where the shards' names or folders say their split, only the split
+asked for is read, and the others are left out with a note.
 """
 
 import json
@@ -13,15 +16,41 @@ from pathlib import Path
 
 from clipeval.errors import ClipevalError
 
+# The splits hub datasets name their shards or shard folders by.
+KNOWN_SPLITS = ("train", "validation", "valid", "val", "dev", "test")
 
-def shard_files(folder) -> list[Path]:
+
+def split_of(relative: Path) -> str | None:
+    """The split a shard's path under the folder names: SPLIT-….parquet or SPLIT.parquet, else a folder SPLIT."""
+    named = relative.name.removesuffix(".parquet").split("-", 1)[0]
+    if named in KNOWN_SPLITS:
+        return named
+    return next((part for part in reversed(relative.parts[:-1]) if part in KNOWN_SPLITS), None)
+
+
+def shard_files(folder, split: str) -> list[Path]:
+    """The folder's shards of `split` in name order: every shard, where none names a split."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ClipevalError(f"{folder}: parquet folder not found")
     shards = sorted(folder.rglob("*.parquet"))
     if not shards:
         raise ClipevalError(f"{folder}: no .parquet files")
-    return shards
+    splits = {shard: split_of(shard.relative_to(folder)) for shard in shards}
+    if not any(splits.values()):
+        return shards
+    unnamed = [shard for shard in shards if splits[shard] is None]
+    if unnamed:
+        raise ClipevalError(
+            f"{unnamed[0]}: its name and folders say no split, beside shards that do: give the folder of one split"
+        )
+    chosen = [shard for shard in shards if splits[shard] == split]
+    others = sorted({name for name in splits.values() if name != split})
+    if not chosen:
+        raise ClipevalError(f"{folder}: no {split} shards (it holds {', '.join(others)}): set split")
+    if others:
+        print(f"note: {folder}: read its {len(chosen)} {split} shards; left out those of {', '.join(others)}")
+    return chosen
 
 
 def read_columns(shard: Path, columns: list[str]) -> tuple[dict, dict]:
@@ -56,9 +85,9 @@ def image_bytes(value, where: str) -> bytes:
     return value
 
 
-def rows(folder, columns: list[str]) -> Iterator[tuple[str, dict, dict]]:
-    """(where, {column: value}, the shard's hub metadata) per row, shards in name order."""
-    for shard in shard_files(folder):
+def rows(folder, split: str, columns: list[str]) -> Iterator[tuple[str, dict, dict]]:
+    """(where, {column: value}, the shard's hub metadata) per row of the split's shards, in name order."""
+    for shard in shard_files(folder, split):
         values, hub = read_columns(shard, columns)
         for index in range(len(values[columns[0]])):
             yield f"{shard}: row {index}", {column: values[column][index] for column in columns}, hub

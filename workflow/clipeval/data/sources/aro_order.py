@@ -23,6 +23,7 @@ from clipeval.data.choices import Example
 from clipeval.data.image_lmdb import decode_image
 from clipeval.data.parquet_shards import image_bytes, rows
 from clipeval.data.sources import CHOICES, FOLDER, PreparedSource, Setting, SourceFormat
+from clipeval.data.sources.parquet_retrieval import SPLIT
 from clipeval.errors import ClipevalError
 
 PERTURBATIONS = ("hard_text_1", "hard_text_2", "hard_text_3", "hard_text_4")
@@ -44,7 +45,7 @@ def read(settings) -> PreparedSource:
         raise ClipevalError(f"{settings['shards']}: the image, caption and perturbation columns must differ")
     per_example = 1 + len(perturbations)
     images, image_of_digest, texts, owners, examples = [], {}, [], [], []
-    for where, row, _ in rows(settings["shards"], columns):
+    for where, row, _ in rows(settings["shards"], settings["split"], columns):
         raw = image_bytes(row[image_column], where)
         digest = hashlib.sha256(raw).digest()
         if digest not in image_of_digest:
@@ -61,7 +62,7 @@ def read(settings) -> PreparedSource:
     captions = Captions(
         np.arange(len(texts), dtype=np.int64), texts, [np.array([owner], dtype=np.int64) for owner in owners]
     )
-    source = {"format": "aro_order", "shards": str(settings["shards"]), "columns": columns}
+    source = {"format": "aro_order", "shards": str(settings["shards"]), "split": settings["split"], "columns": columns}
     return PreparedSource(images, captions, source, examples=examples)
 
 
@@ -71,6 +72,7 @@ FORMAT = SourceFormat(
     writes=CHOICES,
     settings=(
         Setting("shards", "the folder of .parquet files (read in name order)", kind=FOLDER, type=Path, required=True),
+        SPLIT,
         Setting("image_column", "the column of encoded images (default: images)", default="images"),
         Setting("caption_column", "the column of true captions (default: correct_caption)", default="correct_caption"),
         Setting(

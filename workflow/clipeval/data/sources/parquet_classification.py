@@ -11,7 +11,7 @@ from pathlib import Path
 from clipeval.data.image_lmdb import decode_image
 from clipeval.data.parquet_shards import image_bytes, rows
 from clipeval.data.sources import CLASSES, FILE, TEMPLATES, PreparedSource, Setting, SourceFormat
-from clipeval.data.sources.parquet_retrieval import IMAGE_COLUMN, SHARDS
+from clipeval.data.sources.parquet_retrieval import IMAGE_COLUMN, SHARDS, SPLIT
 from clipeval.data.text_lists import nonblank_lines, read_templates
 from clipeval.errors import ClipevalError
 
@@ -30,7 +30,7 @@ def read(settings) -> PreparedSource:
     given = settings["classnames"]
     classnames = [line.strip() for _, line in nonblank_lines(given, "class names")] if given else None
     images, labels = [], []
-    for where, row, hub in rows(settings["shards"], [image_column, label_column]):
+    for where, row, hub in rows(settings["shards"], settings["split"], [image_column, label_column]):
         if classnames is None:
             classnames = hub_classnames(hub, label_column)
             if classnames is None:
@@ -42,7 +42,7 @@ def read(settings) -> PreparedSource:
         decode_image(raw, where)
         images.append((len(images), raw))
         labels.append((len(labels), label))
-    source = {"format": "parquet_classification", "shards": str(settings["shards"])}
+    source = {"format": "parquet_classification", "shards": str(settings["shards"]), "split": settings["split"]}
     source.update(columns=[image_column, label_column], classnames=str(given) if given else "from the shards")
     return PreparedSource(images, None, source, classes=(labels, classnames, read_templates(settings["templates"])))
 
@@ -53,6 +53,7 @@ FORMAT = SourceFormat(
     writes=CLASSES,
     settings=(
         SHARDS,
+        SPLIT,
         IMAGE_COLUMN,
         Setting("label_column", "the column of class indices (default: label)", default="label"),
         Setting(

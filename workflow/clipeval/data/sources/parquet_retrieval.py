@@ -15,13 +15,16 @@ from clipeval.data.sources import CAPTIONS, FOLDER, PreparedSource, Setting, Sou
 from clipeval.errors import ClipevalError
 
 SHARDS = Setting("shards", "the folder of .parquet files (read in name order)", kind=FOLDER, type=Path, required=True)
+SPLIT = Setting(
+    "split", "the split read, where the shards' names or folders say theirs (default: test)", default="test"
+)
 IMAGE_COLUMN = Setting("image_column", "the column of encoded images (default: image)", default="image")
 
 
 def read(settings) -> PreparedSource:
     images, collector = [], CaptionCollector(settings["shards"])
     columns = [settings["image_column"], settings["caption_column"]]
-    for where, row, _ in rows(settings["shards"], columns):
+    for where, row, _ in rows(settings["shards"], settings["split"], columns):
         raw = image_bytes(row[settings["image_column"]], where)
         decode_image(raw, where)
         image_id = len(images)
@@ -32,7 +35,8 @@ def read(settings) -> PreparedSource:
             raise ClipevalError(f"{where}: {settings['caption_column']} holds no caption")
         for caption in captions:
             collector.add(len(collector.text_ids), caption, image_id, where)
-    source = {"format": "parquet_retrieval", "shards": str(settings["shards"]), "columns": columns}
+    source = {"format": "parquet_retrieval", "shards": str(settings["shards"]), "split": settings["split"]}
+    source["columns"] = columns
     return PreparedSource(images, collector.captions(), source)
 
 
@@ -42,6 +46,7 @@ FORMAT = SourceFormat(
     writes=CAPTIONS,
     settings=(
         SHARDS,
+        SPLIT,
         IMAGE_COLUMN,
         Setting("caption_column", "the column of captions, a string or a list (default: caption)", default="caption"),
     ),
