@@ -58,6 +58,31 @@ def test_a_checkpoint_of_the_arch_fits_and_an_altered_one_says_what_differs(tmp_
     assert str(error.value) == f"{path}: weights do not fit arch 'clipeval-tiny': {misfit}"
 
 
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_quantized_weights_are_refused_not_cast_to_floats(tmp_path, tiny_weights, suffix):
+    """int8 codes copied into float parameters are other weights: open_clip loads them without a word."""
+    from safetensors.torch import save_file
+
+    quantized = dict(tiny_weights)
+    for key in ("positional_embedding", "text_projection", "logit_scale", "visual.conv1.weight"):
+        quantized[key] = torch.ones_like(tiny_weights[key], dtype=torch.int8)
+    path = tmp_path / f"int8{suffix}"
+    if suffix == ".pt":
+        torch.save({"state_dict": quantized}, path)
+    else:
+        save_file(quantized, str(path))
+    said = weights_misfit("clipeval-tiny", str(path))
+    assert said.endswith(
+        " and 1 more in the file, a float in the arch (quantized weights need their own loader; open_clip would"
+        " cast their codes to floats)"
+    )
+    assert said.count("is int8") == 3
+    with pytest.raises(Exception) as error:  # a job that builds it anyway refuses it too
+        build_model("clipeval-tiny", str(path))
+    assert str(error.value).startswith(f"{path}: weights do not fit arch 'clipeval-tiny': ")
+    assert str(error.value).endswith("open_clip would cast their codes to floats)")
+
+
 def test_an_unknown_arch_tag_precision_or_device_is_one_line_naming_its_key():
     assert model_problem("m", "ViT-B-99", None, "fp32", "extract.precision", "cpu") == (
         "models.m.arch: unknown open_clip arch 'ViT-B-99' (see open_clip.list_models())"

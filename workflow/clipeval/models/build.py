@@ -27,7 +27,7 @@ from clipeval.models.pretrained import (
     model_backend,
     weights_folder,
 )
-from clipeval.models.weights_fit import weights_misfit
+from clipeval.models.weights_fit import non_float_weights, recorded_dtypes, weights_misfit
 from clipeval.storage.digests import file_sha256, folder_sha256
 
 MODEL_CONFIG_DIR = Path(str(files("clipeval.models") / "configs"))
@@ -186,7 +186,11 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     # big_vision weights are copied in tensor by tensor, not by a strict load
     loads_every_weight = bool(pretrained) and not pretrained.endswith(BIG_VISION_SUFFIX)
     try:
-        with _random_init_skipped() if loads_every_weight else contextlib.nullcontext(), _download_failures_said_once():
+        with (
+            _random_init_skipped() if loads_every_weight else contextlib.nullcontext(),
+            _download_failures_said_once(),
+            recorded_dtypes() as loaded,
+        ):
             model, _, transform = open_clip.create_model_and_transforms(
                 arch,
                 pretrained=pretrained or None,
@@ -221,6 +225,9 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
             misfit = weights_misfit(arch, pretrained) or detail
             raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {misfit}") from None
         raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None
+    cast = non_float_weights(model.state_dict(), loaded) if local else None
+    if cast:
+        raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {cast}")
     model.eval()
     return model, transform, open_clip.get_tokenizer(arch)
 

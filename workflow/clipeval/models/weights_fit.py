@@ -26,9 +26,52 @@ def _meta_state_dict(path: str) -> dict:
         }
 
 
+# safetensors' dtype names, those torch has.
+SAFETENSORS_DTYPES = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "F8_E4M3": torch.float8_e4m3fn,
+    "F8_E5M2": torch.float8_e5m2,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
+
+
 def _dtype(handle, key):
-    names = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
-    return names.get(handle.get_slice(key).get_dtype(), torch.float32)
+    name = handle.get_slice(key).get_dtype()
+    if name not in SAFETENSORS_DTYPES:
+        raise ValueError(f"{key} has dtype {name}, which torch cannot hold")
+    return SAFETENSORS_DTYPES[name]
+
+
+# The dtypes a float weight may have in a file: open_clip copies it into the model's float parameters, which
+# is exact or a rounding. Any other (int8 or float8, as quantized checkpoints hold them with scales elsewhere)
+# would be cast to the values of its codes, in silence.
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def non_float_weights(expected: dict, given: dict) -> str | None:
+    """The weights a file holds in another dtype than FLOAT_DTYPES where the arch's are floats, said with the
+    first keys; None when there are none. `expected` and `given` map keys to tensors or dtypes."""
+    dtype = lambda value: value if isinstance(value, torch.dtype) else value.dtype  # noqa: E731
+    found = [
+        f"{key} is {str(dtype(given[key])).removeprefix('torch.')}"
+        for key, value in expected.items()
+        if key in given and dtype(value).is_floating_point and dtype(given[key]) not in FLOAT_DTYPES
+    ]
+    if not found:
+        return None
+    more = f" and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
+    return (
+        f"{', '.join(found[:SHOWN])}{more} in the file, a float in the arch (quantized weights need their own"
+        " loader; open_clip would cast their codes to floats)"
+    )
 
 
 def empty_model(arch: str, **options):
@@ -70,7 +113,7 @@ def weights_misfit(arch: str, checkpoint: str) -> str | None:
             expected = {key: value.shape for key, value in model.state_dict().items()}
             found = differences(expected, {key: value.shape for key, value in state_dict.items()})
             return found or " ".join(str(error).split())[:500]
-    return None
+    return non_float_weights(model.state_dict(), state_dict)
 
 
 @contextlib.contextmanager
@@ -80,5 +123,23 @@ def _loading_from(state_dict: dict):
     open_clip.factory.load_state_dict = lambda *args, **kwargs: dict(state_dict)
     try:
         yield
+    finally:
+        open_clip.factory.load_state_dict = original
+
+
+@contextlib.contextmanager
+def recorded_dtypes():
+    """{key: dtype} of the state dict open_clip loads inside the block, filled as it loads it."""
+    original = open_clip.factory.load_state_dict
+    dtypes = {}
+
+    def recording(*args, **kwargs):
+        state_dict = original(*args, **kwargs)
+        dtypes.update({key: value.dtype for key, value in state_dict.items() if isinstance(value, torch.Tensor)})
+        return state_dict
+
+    open_clip.factory.load_state_dict = recording
+    try:
+        yield dtypes
     finally:
         open_clip.factory.load_state_dict = original
