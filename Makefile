@@ -45,10 +45,10 @@ test-fast: $(INSTALLED)
 readme: run
 	$(BIN)/python -c 'from clipeval.reporting.summary import embed_headline; embed_headline("README.md", "results/experiments/default/summary.md")'
 
-# The experiment's report (snakemake --report), in its own folder: results/experiments/NAME/report.html.
+# The experiment's report (snakemake --report), in its own folder: results/experiments/NAME/report.html, NAME as
+# the run chose it (NAME-2 … where another config's experiment holds NAME).
 report: run
-	name=$$($(BIN)/python -c 'import pathlib, sys, yaml; path = sys.argv[1]; \
-	  print(yaml.safe_load(open(path)).get("experiment") or pathlib.Path(path).stem)' $(or $(CONFIG),config/config.yaml)) && \
+	name=$$($(BIN)/python -m clipeval experiment-folder $(CONFIG)) && \
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake $(if $(CONFIG),--configfile $(CONFIG)) \
 	  --report results/experiments/$$name/report.html
 

@@ -135,3 +135,26 @@ def test_list_experiments_names_a_damaged_summary(tmp_path):
         f"clipeval: error: {tmp_path}/experiments/first/summary.csv: not a clipeval summary"
         " (no model and dataset columns)\n"
     )
+
+
+def test_make_report_writes_the_report_where_the_run_wrote_its_experiment(tmp_path):
+    """`make report` named the folder from the config alone and overwrote another experiment's report.html;
+    it asks `clipeval experiment-folder`, which resolves NAME-2 as the run does."""
+    from conftest import REPO
+
+    (tmp_path / "config").mkdir()
+    for name in ("first", "copy"):
+        (tmp_path / "config" / f"{name}.yaml").write_text("experiment: first\n")
+    claim(tmp_path / "results", record("first"))
+    asked = {name: run_cli("experiment-folder", f"config/{name}.yaml", cwd=tmp_path) for name in ("first", "copy")}
+    assert [(result.returncode, result.stdout) for result in asked.values()] == [(0, "first\n"), (0, "first-2\n")]
+    (tmp_path / "config/copy.yaml").write_text("experiment: first\nreplace: true\n")
+    assert run_cli("experiment-folder", "config/copy.yaml", cwd=tmp_path).stdout == "first\n"
+    missing = run_cli("experiment-folder", "config/none.yaml", cwd=tmp_path)
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "clipeval: error: config/none.yaml: cannot read the config (FileNotFoundError)\n",
+    )
+    recipe = (REPO / "Makefile").read_text().split("\nreport: run\n")[1].split("\n\n")[0]
+    assert "name=$$($(BIN)/python -m clipeval experiment-folder $(CONFIG))" in recipe
+    assert "--report results/experiments/$$name/report.html" in recipe
