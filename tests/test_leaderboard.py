@@ -96,3 +96,26 @@ def test_a_score_file_without_its_metric_is_named(tmp_path, capsys):
     path.write_text('{"task": "retrieval"}')
     assert main(["leaderboard", "--results", str(tmp_path)]) == 1
     assert capsys.readouterr().err == f"clipeval: error: {path}: no mean_recall value, so not a clipeval score file\n"
+
+
+def test_pairs_an_experiment_no_longer_evaluates_are_left_out_with_a_note(tmp_path, capsys):
+    """A config that drops a model leaves that model's score files from earlier runs: the leaderboard showed them
+    as the experiment's. The experiment's record lists the pairs its last successful run evaluated."""
+    results = tmp_path / "results"
+    score_file(results, "vit-b", "flickr", "retrieval", 80.0, [79.0, 81.0])
+    score_file(results, "dropped", "flickr", "retrieval", 10.0, [9.0, 11.0])
+    score_file(results, "other", "flickr", "retrieval", 50.0, [49.0, 51.0], experiment="unrecorded")
+    flickr = {"flickr": {"format": "karpathy", "task": "retrieval"}}
+    record = {"experiment": "default", "config_files": ["config/config.yaml"], "datasets": flickr, "models": {}}
+    (results / "experiments/default/experiment.json").write_text(
+        json.dumps({**record, "scores": {"vit-b on flickr": {}}})
+    )
+    assert main(["leaderboard", "--results", str(results)]) == 0
+    assert capsys.readouterr().out == (
+        "note: left out 1 score file(s) of pairs their experiment no longer evaluates (default: dropped on flickr):"
+        f" earlier runs left them in {results}/experiments/NAME/scores/MODEL/DATASET/\n"
+        "| model | flickr (retrieval, mean_recall) |\n"
+        "| --- | --- |\n"
+        "| other | 50.00 [49.00, 51.00] |\n"
+        "| vit-b | 80.00 [79.00, 81.00] |\n"
+    )

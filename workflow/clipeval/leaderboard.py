@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
-from clipeval.experiments import EXPERIMENTS_DIR, differences
+from clipeval.experiments import EXPERIMENTS_DIR, RECORD_NAME, differences, read_record
 from clipeval.metric_catalog import MAIN_METRIC
 from clipeval.storage.jsonl import read_json
 
@@ -24,12 +24,22 @@ from clipeval.storage.jsonl import read_json
 SETTINGS = ("metrics", "knn", "extract")
 
 
-def scored_pairs(results: Path) -> list[dict]:
-    """One entry per score file under results/experiments/NAME/scores/MODEL/DATASET/, in experiment, model and
-    dataset order."""
-    pairs = []
+def scored_pairs(results: Path) -> tuple[list[dict], list[str]]:
+    """(one entry per score file under results/experiments/NAME/scores/MODEL/DATASET/, in experiment, model and
+    dataset order; "NAME: MODEL on DATASET" of the score files left out). A score file is left out when its
+    experiment's record (written by its last successful run) no longer lists the pair: the config dropped the
+    model or the dataset, and the file is what an earlier run left."""
+    pairs, stale = [], []
+    evaluated = {}
     for path in sorted(Path(results).glob(f"{EXPERIMENTS_DIR}/*/scores/*/*/*.json")):
         if path.stem not in MAIN_METRIC:  # the ranks files beside the scores
+            continue
+        folder, pair = path.parents[3], f"{path.parent.parent.name} on {path.parent.name}"
+        if folder not in evaluated:
+            record = folder / RECORD_NAME
+            evaluated[folder] = set(read_record(record)["scores"]) if record.is_file() else None
+        if evaluated[folder] is not None and pair not in evaluated[folder]:
+            stale.append(f"{folder.name}: {pair}")
             continue
         scores = read_json(path)
         metric = MAIN_METRIC[path.stem]
@@ -50,7 +60,7 @@ def scored_pairs(results: Path) -> list[dict]:
                 "settings": {section: config.get(section) for section in SETTINGS},
             }
         )
-    return labelled_rows(pairs)
+    return labelled_rows(pairs), stale
 
 
 def labelled_rows(pairs: list[dict]) -> list[dict]:

@@ -14,7 +14,13 @@ def run(args):
     from clipeval.leaderboard import html_page, markdown, pivot, scored_pairs
     from clipeval.storage.atomic import atomic_output
 
-    pairs = scored_pairs(args.results)
+    pairs, stale = scored_pairs(args.results)
+    if stale:
+        print(
+            f"note: left out {len(stale)} score file(s) of pairs their experiment no longer evaluates"
+            f" ({'; '.join(stale[:3])}{' …' if len(stale) > 3 else ''}): earlier runs left them in"
+            f" {args.results}/experiments/NAME/scores/MODEL/DATASET/"
+        )
     if not pairs:
         print(
             f"no scores in {args.results} (each experiment's are under"
