@@ -136,6 +136,11 @@ def cut_after_member(shard, count):
         ),
         (
             "classification",
+            lambda r: rewrite_member(r / "test/0.tar", "s0000001.cls", "²".encode()),  # str.isdigit() says yes
+            "{r}/test/0.tar: sample s0000001: class '²' is not an index below 6 ({r}/classnames.txt)",
+        ),
+        (
+            "classification",
             lambda r: (r / "zeroshot_classification_templates.txt").write_text("a photo of a {}.\n"),
             "{r}/zeroshot_classification_templates.txt:1: template 'a photo of a {{}}.' has no {{c}} for the class name",
         ),

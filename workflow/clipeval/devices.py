@@ -8,6 +8,6 @@ def gpu_number(device: str, what: str = "device") -> int | None:
     if device in ("auto", "cpu"):
         return None
     name, colon, number = device.partition(":")
-    if name != "cuda" or (colon and not number.isdigit()):
+    if name != "cuda" or (colon and not (number.isascii() and number.isdigit())):
         raise ClipevalError(f"{what} {device!r}: expected auto, cpu, cuda or cuda:N")
     return int(number or 0)

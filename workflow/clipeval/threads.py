@@ -15,7 +15,7 @@ def compute_threads() -> int:
     """The threads the job was given (Snakemake sets OMP_NUM_THREADS, which numpy's BLAS follows too),
     else the cores this process may use."""
     given = os.environ.get("OMP_NUM_THREADS", "")
-    return max(1, int(given)) if given.isdigit() else len(os.sched_getaffinity(0))
+    return max(1, int(given)) if given.isascii() and given.isdigit() else len(os.sched_getaffinity(0))
 
 
 def row_parts(count: int) -> list:

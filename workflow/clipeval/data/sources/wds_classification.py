@@ -41,7 +41,7 @@ def read(settings) -> PreparedSource:
     images, labels = [], []
     for where, raw, label in samples(shard_files(root, settings["split"]), "cls"):
         text = text_of(label, where, "cls").strip()
-        if not text.isdigit() or int(text) >= len(classnames):
+        if not (text.isascii() and text.isdigit()) or int(text) >= len(classnames):
             raise ClipevalError(
                 f"{where}: class {text!r} is not an index below {len(classnames)} ({root / CLASSNAMES})"
             )
