@@ -26,12 +26,13 @@ $(INSTALLED): pyproject.toml constraints.txt
 	rm -f $(BIN)/.installed-*
 	touch $@
 
-# A config that asks for YTE holds Python that Snakemake runs as it loads the file: refused before it does.
-REFUSE_YTE = $(if $(CONFIG),$(BIN)/python -c 'import sys; from clipeval.config_errors import refuse_yte; \
-	refuse_yte(sys.argv[1])' $(CONFIG) &&)
+# A config that asks for YTE holds Python that Snakemake runs as it loads the file, and one whose aliases contain
+# themselves or expand without bound exhausts Snakemake as it loads it: refused before it does.
+REFUSE_UNLOADABLE = $(if $(CONFIG),$(BIN)/python -c 'import sys; from clipeval.config_errors import refuse_before_loading; \
+	refuse_before_loading(sys.argv[1])' $(CONFIG) &&)
 
 run: $(INSTALLED)
-	$(REFUSE_YTE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
+	$(REFUSE_UNLOADABLE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 
 test: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest

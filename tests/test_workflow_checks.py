@@ -63,7 +63,7 @@ def test_make_run_takes_another_experiments_config():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == (
-        ".venv/bin/python -c 'import sys; from clipeval.config_errors import refuse_yte; refuse_yte(sys.argv[1])'"
+        ".venv/bin/python -c 'import sys; from clipeval.config_errors import refuse_before_loading; refuse_before_loading(sys.argv[1])'"
         f' config/examples/muge.yaml && PATH="{REPO}/.venv/bin:$PATH" .venv/bin/snakemake --cores all'
         " --configfile config/examples/muge.yaml"
     )
@@ -75,12 +75,38 @@ experiment: ?str(__import__("pathlib").Path("evaluated").write_text("the config'
 """
 
 
-def test_make_run_refuses_a_config_that_asks_for_yte_before_snakemake_evaluates_it(tmp_path):
+# Aliases Snakemake's config merge copies without end, or into 10^9 values.
+LOOPING_CONFIG = "experiment: x\nmodels: &models\n  tiny: {arch: clipeval-tiny, again: *models}\n"
+EXPLODING_CONFIG = "a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n" + "".join(
+    f"{chr(98 + level)}: &{chr(98 + level)} [{', '.join([f'*{chr(97 + level)}'] * 10)}]\n" for level in range(8)
+)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            YTE_CONFIG,
+            "config error: yte.yaml: __use_yte__ asks Snakemake to run the config's ?-expressions as Python; clipeval"
+            " reads plain YAML configs only",
+        ),
+        (
+            LOOPING_CONFIG,
+            "config error: yte.yaml: line 2: a YAML alias contains itself; clipeval reads configs of finite values only",
+        ),
+        (
+            EXPLODING_CONFIG,
+            "config error: yte.yaml: holds more than 100,000 values once its YAML aliases are expanded; aliases that"
+            " expand this far are refused",
+        ),
+    ],
+)
+def test_make_run_refuses_a_config_snakemake_would_run_or_choke_on_before_it_loads_it(tmp_path, text, message):
     """In a folder of its own (should the check let it through, Snakemake finds no workflow there), with this
     checkout's installed environment."""
     for name in ("Makefile", "pyproject.toml", "constraints.txt"):
         shutil.copy(REPO / name, tmp_path / name)
-    (tmp_path / "yte.yaml").write_text(YTE_CONFIG)
+    (tmp_path / "yte.yaml").write_text(text)
     environment = {key: value for key, value in os.environ.items() if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     venv = REPO / ".venv"
     # The installed marker of this checkout's FAISS build, taken as up to date: nothing is installed again.
@@ -96,10 +122,7 @@ def test_make_run_refuses_a_config_that_asks_for_yte_before_snakemake_evaluates_
         env=environment,
     )
     assert result.returncode == 2
-    assert result.stderr.splitlines()[0] == (
-        "config error: yte.yaml: __use_yte__ asks Snakemake to run the config's ?-expressions as Python; clipeval"
-        " reads plain YAML configs only"
-    )
+    assert result.stderr.splitlines()[0] == message
     assert not (tmp_path / "evaluated").exists()
 
 

@@ -96,9 +96,60 @@ def yte_error(path) -> str | None:
     return None
 
 
-def refuse_yte(path) -> None:
-    """`make run`'s check, before Snakemake loads the file: exit 1 with the one line of yte_error."""
-    message = yte_error(path)
+class _AliasLoop(Exception):
+    """A node reached again inside itself: args[0] is the node."""
+
+
+def alias_error(path) -> str | None:
+    """A message if the config file's YAML aliases contain themselves or expand past MAX_VALUES values, read
+    from its node graph without expanding anything; else None. Snakemake merges a config by copying it, which
+    recurses without end into the one and exhausts memory on the other before the workflow sees it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            root = yaml.compose(handle, Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # Snakemake says what is wrong with such a file
+        return None
+    sizes, open_nodes = {}, set()
+
+    def size(node) -> int:  # the values the node stands for, aliases expanded
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if id(node) in open_nodes:
+            raise _AliasLoop(node)
+        open_nodes.add(id(node))
+        children = (
+            [part for pair in node.value for part in pair]
+            if isinstance(node, yaml.MappingNode)
+            else (node.value if isinstance(node, yaml.SequenceNode) else [])
+        )
+        total = 1
+        for child in children:
+            total = min(total + size(child), MAX_VALUES + 1)
+        open_nodes.discard(id(node))
+        sizes[id(node)] = total
+        return total
+
+    try:
+        total = size(root) if root is not None else 0
+    except _AliasLoop as loop:
+        return (
+            f"{path}: line {loop.args[0].start_mark.line + 1}: a YAML alias contains itself; clipeval reads configs"
+            " of finite values only"
+        )
+    except RecursionError:
+        return f"{path}: nested deeper than a config is read"
+    if total > MAX_VALUES:
+        return (
+            f"{path}: holds more than {MAX_VALUES:,} values once its YAML aliases are expanded; aliases that expand"
+            " this far are refused"
+        )
+    return None
+
+
+def refuse_before_loading(path) -> None:
+    """`make run`'s check, before Snakemake loads the file: exit 1 with the one line of yte_error or
+    alias_error."""
+    message = yte_error(path) or alias_error(path)
     if message:
         raise SystemExit(f"config error: {message}")
 

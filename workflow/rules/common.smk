@@ -14,7 +14,7 @@ from snakemake.settings.types import DeploymentMethod
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
 from clipeval.codegraph import CodeGraph
-from clipeval.config_errors import config_error, duplicate_key_error, oversized_error, yte_error
+from clipeval.config_errors import alias_error, config_error, duplicate_key_error, oversized_error, yte_error
 from clipeval.data.sources import FILE, FOLDER, format_names
 from clipeval.errors import ClipevalError
 from clipeval.experiments import experiment_dir, experiment_folder, read_record, record_path
@@ -115,7 +115,7 @@ def written_or_fail(write, *args):
 def check_schema():
     schema = yaml.safe_load((Path(workflow.basedir) / "config/schema.yaml").read_text())
     for path in config_files():
-        message = yte_error(path) or duplicate_key_error(path)
+        message = yte_error(path) or alias_error(path) or duplicate_key_error(path)
         if message:
             fail(message)
     message = oversized_error(config) or config_error(config, schema, list(format_names()))
