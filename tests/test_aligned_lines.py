@@ -45,3 +45,14 @@ def test_a_line_that_does_not_fit_is_named_and_nothing_is_written(tmp_path, chan
     result = prepare(names, captions, images, tmp_path / "d")
     assert result.returncode == 1 and not (tmp_path / "d").exists()
     assert result.stderr == f"clipeval: error: {message.format(n=names, c=captions, i=images)}\n"
+
+
+def test_a_byte_order_mark_an_editor_put_first_is_not_part_of_the_first_name_or_caption(tmp_path):
+    """Left in, it made the first image 'not found' though its name looked right."""
+    names, captions, images = write_aligned_lines(tmp_path / "source")
+    for path in (names, captions):
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    result = prepare(names, captions, images, tmp_path / "d")
+    assert result.returncode == 0, result.stderr
+    _, texts = open_dataset(tmp_path / "d")
+    assert texts.texts[0] == captions.read_text(encoding="utf-8-sig").splitlines()[0]

@@ -109,3 +109,16 @@ def test_stale_partials_of_one_output_are_removed_and_no_others(tmp_path):
     with atomic_output(tmp_path / "meta.json") as temporary:
         temporary.write_text("{}")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".meta.jsonl.partial-98", "meta.json"]
+
+
+def test_json_and_text_lists_read_past_a_byte_order_mark(tmp_path):
+    from clipeval.data.text_lists import nonblank_lines
+    from clipeval.storage.jsonl import read_json
+
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "lines.jsonl").write_bytes(bom + b'{"text_id": 1}\n{"text_id": 2}\n')
+    assert list(read_jsonl(tmp_path / "lines.jsonl")) == [(1, {"text_id": 1}), (2, {"text_id": 2})]
+    (tmp_path / "one.json").write_bytes(bom + b'{"a": 1}')
+    assert read_json(tmp_path / "one.json") == {"a": 1}
+    (tmp_path / "classnames.txt").write_bytes(bom + b"cat\ndog\n")
+    assert nonblank_lines(tmp_path / "classnames.txt", "class names") == [(1, "cat"), (2, "dog")]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from clipeval.data.image_files import MAX_IMAGE_BYTES
 from clipeval.errors import ClipevalError
+from clipeval.storage.text import without_bom
 
 IMAGE_EXTENSIONS = ("webp", "png", "jpg", "jpeg")
 SHARD = re.compile(r"(\d+)\.tar")
@@ -102,6 +103,6 @@ def _check_archive_end(shard: Path, end: int) -> None:
 
 def text_of(raw: bytes, where: str, what: str) -> str:
     try:
-        return raw.decode("utf-8")
+        return without_bom(raw).decode("utf-8")
     except UnicodeDecodeError:
         raise ClipevalError(f"{where}: its .{what} is not UTF-8 text") from None

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
+from clipeval.storage.text import without_bom
 
 
 def nonblank_lines(path, what) -> list[tuple[int, str]]:
@@ -10,7 +11,7 @@ def nonblank_lines(path, what) -> list[tuple[int, str]]:
     if not path.is_file():
         raise ClipevalError(f"{path}: {what} file not found")
     lines = []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+    for number, raw in enumerate(without_bom(path.read_bytes()).split(b"\n"), 1):
         try:
             line = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError:

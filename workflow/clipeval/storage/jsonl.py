@@ -9,6 +9,7 @@ import orjson
 from clipeval.errors import ClipevalError
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.ids import require_id
+from clipeval.storage.text import without_bom
 
 
 def _dumps(obj) -> str:
@@ -34,7 +35,7 @@ def read_jsonl(path) -> Iterator[tuple[int, dict]]:
             if not line.strip():
                 continue
             try:
-                obj = orjson.loads(line)
+                obj = orjson.loads(without_bom(line) if line_number == 1 else line)
             except orjson.JSONDecodeError:
                 raise ClipevalError(f"{path}:{line_number}: malformed JSON line") from None
             if not isinstance(obj, dict):
@@ -76,7 +77,7 @@ def read_json_value(path):
     if not path.is_file():
         raise ClipevalError(f"{path}: file not found")
     try:
-        return orjson.loads(path.read_bytes())
+        return orjson.loads(without_bom(path.read_bytes()))
     except orjson.JSONDecodeError as error:
         raise ClipevalError(f"{path}: malformed JSON ({error})") from None
 

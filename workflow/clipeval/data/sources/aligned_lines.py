@@ -16,6 +16,7 @@ from clipeval.data.annotation_json import CaptionCollector
 from clipeval.data.image_files import listed_image, read_image_files
 from clipeval.data.sources import CAPTIONS, FILE, IMAGE_DIRECTORY, PreparedSource, Setting, SourceFormat
 from clipeval.errors import ClipevalError
+from clipeval.storage.text import without_bom
 
 
 def numbered_lines(path: Path, what: str) -> list[tuple[int, str]]:
@@ -23,7 +24,7 @@ def numbered_lines(path: Path, what: str) -> list[tuple[int, str]]:
     UTF-8 is refused with its file and line."""
     if not path.is_file():
         raise ClipevalError(f"{path}: {what} file not found")
-    raw = path.read_bytes()
+    raw = without_bom(path.read_bytes())
     parts = raw.split(b"\n")
     if parts and parts[-1] == b"":
         parts.pop()

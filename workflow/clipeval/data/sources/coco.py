@@ -9,6 +9,7 @@ from clipeval.data.sources import CAPTIONS, FILE, IMAGE_DIRECTORY, PreparedSourc
 from clipeval.errors import ClipevalError
 from clipeval.storage.ids import require_id
 from clipeval.storage.jsonl import read_json
+from clipeval.storage.text import without_bom
 
 
 def coco_captions(annotations, image_dir, only_image_ids=None) -> tuple[list[tuple[int, Path]], Captions]:
@@ -49,7 +50,11 @@ def read_id_list(path) -> list[int]:
     if not path.is_file():
         raise ClipevalError(f"{path}: file not found")
     ids = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    try:
+        text = without_bom(path.read_bytes()).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ClipevalError(f"{path}: not UTF-8 text") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
                 ids.append(require_id(int(line.strip()), f"{path}:{number}", "image id"))
