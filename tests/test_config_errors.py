@@ -138,6 +138,16 @@ def test_the_valid_config_has_no_error():
             lambda c: c.update(metrics={"bootstrap_seed": 2**70}),
             "metrics.bootstrap_seed: 1180591620717411303424 is greater than the maximum of 9223372036854775807",
         ),
+        (
+            lambda c: c["datasets"]["flickr"].update(images="-img"),
+            "datasets.flickr.images: '-img' starts with '-', which a job's command would read as an option (for a"
+            " file or folder, write ./ before it)",
+        ),
+        (
+            lambda c: c["models"]["given"]["features"]["flickr"].update(texts="--t.jsonl"),
+            "models.given.features.flickr.texts: '--t.jsonl' starts with '-', which a job's command would read as an"
+            " option (for a file or folder, write ./ before it)",
+        ),
     ],
 )
 def test_each_section_names_the_entry_and_key(change, message):

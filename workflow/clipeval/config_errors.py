@@ -58,10 +58,35 @@ def first_error(instance, schema, prefix=()) -> str | None:
 
 
 def config_error(config: dict, schema: dict, formats) -> str | None:
-    """The config's first error under the schema, with each dataset checked against its format's entry."""
+    """The config's first error under the schema, with each dataset checked against its format's entry, then
+    the first value a job's command would take for an option."""
     found = first_error(config, schema)
     if found:
         return found
+    found = dataset_error(config, schema, formats)
+    return found or leading_dash_error(config)
+
+
+def leading_dash_error(config: dict) -> str | None:
+    """A message naming the first dataset or model setting whose text starts with "-": the job's command gets it
+    as an option's value, which argparse takes for another option and refuses without naming the key."""
+    pending = [(["datasets"], config.get("datasets")), (["models"], config.get("models"))]
+    while pending:
+        path, value = pending.pop(0)
+        if isinstance(value, dict):
+            pending += [([*path, key], item) for key, item in value.items()]
+        elif isinstance(value, list):
+            pending += [([*path, index], item) for index, item in enumerate(value)]
+        elif isinstance(value, str) and value.startswith("-"):
+            return (
+                f"{location(path)}: {value!r} starts with '-', which a job's command would read as an option"
+                " (for a file or folder, write ./ before it)"
+            )
+    return None
+
+
+def dataset_error(config: dict, schema: dict, formats) -> str | None:
+    """The first error of a dataset entry under its format's schema entry."""
     definitions = schema["$defs"]
     for name, entry in config["datasets"].items():
         where = location(["datasets", name, "format"])
