@@ -105,6 +105,16 @@ def cut_after_member(shard, count):
         ),
         (
             "retrieval",
+            lambda r: rewrite_shard(
+                r / "test/0.tar",
+                lambda ms: [
+                    (name.replace("s0000001.", "s0000001\nclipeval: error: forged."), data) for name, data in ms
+                ],
+            ),
+            "{r}/test/0.tar: member 's0000001\\nclipeval: error: forged.webp' has a control character in its name",
+        ),
+        (
+            "retrieval",
             lambda r: cut_after_member(r / "test/0.tar", 4),
             "{r}/test/0.tar: the archive has no end marker after its last member: was it cut short?",
         ),

@@ -12,6 +12,7 @@ training, not this.
 
 import re
 import tarfile
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,6 +65,8 @@ def _grouped_members(shard: Path, archive) -> dict[str, dict[str, bytes]]:
             continue
         if not member.isfile():
             raise ClipevalError(f"{shard}: member {member.name!r} is a link or a special file, not a sample's file")
+        if any(unicodedata.category(char) == "Cc" for char in member.name):  # a newline would forge message lines
+            raise ClipevalError(f"{shard}: member {member.name!r} has a control character in its name")
         key, dot, extension = member.name.rpartition(".")
         if not dot or not key:
             raise ClipevalError(f"{shard}: member {member.name!r} is not KEY.EXTENSION")
