@@ -136,6 +136,21 @@ def test_winoground_examples_pair_images_and_captions_and_group_by_tag(tmp_path)
         assert example.group == line["collapsed_tag"]
 
 
+def test_winoground_grouped_by_its_secondary_tag_puts_the_untagged_examples_in_a_group_of_their_own(tmp_path):
+    """Most of the real examples.jsonl's lines have an empty secondary_tag: the documented group_by refused them."""
+    examples_file, images = write_winoground(tmp_path / "source")
+    lines = [json.loads(line) for line in examples_file.read_text().splitlines()]
+    lines[1]["secondary_tag"] = "Symbolic"
+    examples_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = run_cli(
+        "prepare", "winoground", "--examples", examples_file, "--images", images, "--group-by", "secondary_tag",
+        "--out", tmp_path / "d",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    groups = [example.group for example in load_examples(tmp_path / "d/examples.jsonl")]
+    assert groups == ["no secondary tag", "Symbolic", *["no secondary tag"] * (len(lines) - 2)]
+
+
 @pytest.mark.parametrize(
     "spoil, message",
     [

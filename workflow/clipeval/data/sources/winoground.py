@@ -5,7 +5,9 @@ Each line is an example of two images and two captions, caption_j describing
 image_j. Example `id` gives the image ids 2·id and 2·id + 1 and the caption
 ids likewise, so caption_0 comes first on a tie under the ranking rule. The
 examples' group is the line's `collapsed_tag` (Object, Relation, Both) unless
-`group_by` names another tag field.
+`group_by` names another tag field. Most lines have an empty `secondary_tag`
+(only the Symbolic, Series, Pragmatics and Vertical Flip examples have one):
+grouped by it, they form the group NO_SECONDARY_TAG.
 """
 
 from pathlib import Path
@@ -21,6 +23,7 @@ from clipeval.storage.ids import ID_LIMIT
 from clipeval.storage.jsonl import read_keyed_jsonl
 
 TAG_FIELDS = ("collapsed_tag", "tag", "secondary_tag")
+NO_SECONDARY_TAG = "no secondary tag"
 
 
 def _text(row, field, where, example_id) -> str:
@@ -28,6 +31,12 @@ def _text(row, field, where, example_id) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ClipevalError(f"{where}: example {example_id}: {field} must be a non-empty string")
     return value.strip()
+
+
+def _group(row, field, where, example_id) -> str:
+    if field == "secondary_tag" and row.get(field) == "":
+        return NO_SECONDARY_TAG
+    return _text(row, field, where, example_id)
 
 
 def read(settings) -> PreparedSource:
@@ -43,7 +52,7 @@ def read(settings) -> PreparedSource:
             texts.append(_text(row, f"caption_{j}", where, example_id))
             text_ids.append(image_id)
             owners.append(pair)
-        group = _text(row, settings["group_by"], where, example_id)
+        group = _group(row, settings["group_by"], where, example_id)
         examples.append(Example(example_id, group, pair, pair))
     if not examples:
         raise ClipevalError(f"{path}: no examples")
