@@ -233,10 +233,15 @@ def test_aro_crops_each_image_to_its_box_and_gives_the_false_caption_the_lower_i
     from PIL import Image
 
     annotations, images = write_aro(tmp_path / "source")
+    entries = json.loads(annotations.read_text())
+    # Fractional boxes, as the real files hold: ARO's loader gives PIL's crop the file's numbers, which PIL rounds
+    # edge by edge (to even on a half: 4.5 to 4, 70.5 to 70, 8.5 + 63.5 = 72.0).
+    entries[0].update(bbox_x=8.5, bbox_y=4.5, bbox_w=63.5, bbox_h=66.0)
+    entries[1].update(bbox_x=7.6, bbox_y=3.4, bbox_w=60.3, bbox_h=61.7)
+    annotations.write_text(json.dumps(entries))
     result = run_cli("prepare", "aro", "--annotations", annotations, "--images", images, "--out", tmp_path / "d")
     assert result.returncode == 0, result.stderr
     store, captions = open_dataset(tmp_path / "d")
-    entries = json.loads(annotations.read_text())
     text_of = dict(zip(captions.text_ids.tolist(), captions.texts))
     examples = load_examples(tmp_path / "d/examples.jsonl")
     for index, (entry, example) in enumerate(zip(entries, examples)):

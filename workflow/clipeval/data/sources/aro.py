@@ -211,29 +211,31 @@ def _group(entry, where) -> tuple[str, str]:
     return "attribution", "_".join(a.strip() for a in pair)
 
 
-def _box(entry, where) -> tuple[int, int, int, int]:
+def _box(entry, where) -> tuple[tuple, tuple[int, int, int, int]]:
+    """(the box as given, (left, upper, right, lower) as ARO's loader crops it): its loader hands PIL's crop
+    (x, y, x + w, y + h) in the file's numbers, and PIL rounds each edge (Python's round, to even on a half)."""
     values = [entry.get(field) for field in BOX]
     if not all(isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) for v in values):
         raise ClipevalError(f"{where}: {', '.join(BOX)} must be numbers")
-    x, y, w, h = (int(v) for v in values)
-    if x < 0 or y < 0 or w < 1 or h < 1:
+    x, y, w, h = values
+    left, upper, right, lower = (int(round(edge)) for edge in (x, y, x + w, y + h))
+    if left < 0 or upper < 0 or right <= left or lower <= upper:
         raise ClipevalError(f"{where}: the box ({x}, {y}, {w}, {h}) is empty or outside the image")
-    return x, y, w, h
+    return (x, y, w, h), (left, upper, right, lower)
 
 
 def cropped(images, boxes, where):
     """(image_id, PNG bytes of the image cropped to its box), as ARO's loader crops it (PIL's crop)."""
-    for (image_id, raw), box in zip(images, boxes):
-        x, y, w, h = box
+    for (image_id, raw), (given, edges) in zip(images, boxes):
         with Image.open(io.BytesIO(raw)) as image:
             image = image.convert("RGB")
-            if x + w > image.width or y + h > image.height:
+            if edges[2] > image.width or edges[3] > image.height:
                 raise ClipevalError(
-                    f"{where[image_id]}: the box ({x}, {y}, {w}, {h}) is outside the image"
+                    f"{where[image_id]}: the box ({', '.join(map(str, given))}) is outside the image"
                     f" ({image.width}×{image.height})"
                 )
             buffer = io.BytesIO()
-            image.crop((x, y, x + w, y + h)).save(buffer, format="PNG")
+            image.crop(edges).save(buffer, format="PNG")
         yield image_id, buffer.getvalue()
 
 
