@@ -244,6 +244,18 @@ def replace_folder_image(workdir):
     first.write_bytes(other.read_bytes())
 
 
+def move_coco(workdir):
+    """COCO's annotations and images moved to another folder, the config's paths with them: the same content."""
+    moved = workdir / "moved"
+    moved.mkdir()
+    for name in ("captions_val2017.json", "val2017"):
+        (workdir / "sources" / name).rename(moved / name)
+    edit_config(
+        workdir,
+        lambda c: c["datasets"]["coco"].update(annotations="moved/captions_val2017.json", images="moved/val2017"),
+    )
+
+
 def flip_cifar_label(workdir):
     from sources import write_shapes_cifar as rewrite
 
@@ -322,6 +334,11 @@ ROWS = {
         },
         None,
     ),
+    "coco files moved": (
+        lambda w: move_coco(w),
+        plus({"prepare_coco": 1}, PIXELS, retrieval_jobs(), FINISH, report(1, 1)),
+        None,
+    ),
     "local weights file, same path": (
         lambda w: write_weights(w / "weights/local.pt", seed=1),
         plus({"describe_model": 1, "compare_models": 1}, retrieval_jobs(), FINISH, report(1, 1, compared=1)),
@@ -335,7 +352,9 @@ ROWS = {
 # re-prepares its own dataset, and a prepare job may write what it wrote before (Snakemake then skips the
 # jobs after it), so that run is checked against each row's jobs run alone, the shared jobs once.
 RUN_TOGETHER = ("metrics.protocol", "metrics.bootstrap_seed", "local weights file, same path")
-SOURCE_ROWS = tuple(row for row in ROWS if row not in RUN_TOGETHER)
+# Moving COCO's files takes them from under the coco annotations row's edit: planned alone only.
+PLANNED_ALONE = ("coco files moved",)
+SOURCE_ROWS = tuple(row for row in ROWS if row not in RUN_TOGETHER + PLANNED_ALONE)
 
 
 @pytest.mark.parametrize("row", list(ROWS))
