@@ -10,6 +10,7 @@ from sources import write_parquet_shards
 from clipeval.classification.metrics import load_classes, load_labels
 from clipeval.data.dataset import open_dataset
 from clipeval.data.sources.shapes import CLASSNAMES
+from clipeval.errors import ClipevalError
 
 
 def table_rows(folder, pattern="*"):
@@ -144,3 +145,26 @@ def test_a_hub_repository_downloaded_whole_gives_only_the_split_asked_for(tmp_pa
         f"clipeval: error: {test}/extra.parquet: its name and folders say no split, beside shards that do: give the"
         " folder of one split\n"
     )
+
+
+def test_rows_are_read_row_group_by_row_group_and_a_decompression_bomb_is_refused_first(tmp_path, monkeypatch):
+    """A 20 KB file whose one cell decompresses to gigabytes peaked at 2.6 GB: each row group's decompressed size
+    is read from the file's metadata and checked before the row group is read."""
+    import pyarrow as pa
+
+    from clipeval.data import parquet_shards
+
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    table = pa.table({"image": [b"a", b"b", b"c", b"d", b"e"], "caption": ["1", "2", "3", "4", "5"]})
+    pq.write_table(table, folder / "test-00000-of-00001.parquet", row_group_size=2)
+    rows = list(parquet_shards.rows(folder, "test", ["image", "caption"]))
+    assert [(where.rsplit(": ", 1)[1], row["caption"]) for where, row, _ in rows] == [
+        (f"row {index}", str(index + 1)) for index in range(5)
+    ]
+    bomb = pa.table({"image": [b"x"], "caption": ["0" * (2 << 20)]})
+    pq.write_table(bomb, folder / "test-00000-of-00001.parquet", compression="zstd")
+    assert (folder / "test-00000-of-00001.parquet").stat().st_size < 4096
+    monkeypatch.setattr(parquet_shards, "MAX_ROW_GROUP_BYTES", 1 << 20)
+    with pytest.raises(ClipevalError, match=r"row group 0 takes 2,09\d,\d{3} bytes in the columns read once"):
+        list(parquet_shards.rows(folder, "test", ["image", "caption"]))

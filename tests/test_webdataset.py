@@ -168,3 +168,30 @@ def test_a_bad_export_is_one_line_naming_the_file_and_writes_nothing(tmp_path, k
     result = run_cli("prepare", f"wds_{kind}", "--export", root, "--out", out)
     assert result.returncode == 1 and not out.exists()
     assert result.stderr.startswith(f"clipeval: error: {message.format(r=root)}") and result.stderr.count("\n") == 1
+
+
+def test_a_sparse_member_is_refused_before_its_bytes_are_asked_for(tmp_path):
+    """A few KB of tar can declare gigabytes of sparse members (GNU tar's --sparse): all of them were read."""
+    import shutil
+    import subprocess
+
+    if shutil.which("tar") is None:
+        pytest.skip("needs GNU tar to write a sparse member")
+    root = write_wds_export(tmp_path / "export")
+    shard = root / "test/0.tar"
+    members = tmp_path / "members"
+    members.mkdir()
+    with tarfile.open(shard) as archive:
+        names = [member.name for member in archive]
+        archive.extractall(members, filter="data")
+    with open(members / "s0000001.txt", "wb") as handle:
+        handle.truncate(64 << 20)  # a hole: nothing written
+    subprocess.run(["tar", "--sparse", "--format=gnu", "-cf", shard, "-C", members, *names], check=True)
+    assert shard.stat().st_size < 1 << 20
+    out = tmp_path / "d"
+    result = run_cli("prepare", "wds_retrieval", "--export", root, "--out", out)
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"clipeval: error: {shard}: member 's0000001.txt' is a sparse file, not a sample's file\n",
+    )
+    assert not out.exists()

@@ -4,7 +4,9 @@ and `path`), captions or a label in others.
 
 Shards are read in the order of their file names (under the folder, its
 subfolders included), rows in file order, only the columns named (pyarrow):
-one shard's images are in memory at a time. A hub repository downloaded
+one row group's images are in memory at a time, and a row group whose
+columns would take more than MAX_ROW_GROUP_BYTES decompressed is refused
+before it is read. A hub repository downloaded
 whole holds every split's shards (data/train-…, data/test-…, or a folder per
 split): where the shards' names or folders say their split, only the split
 asked for is read, and the others are left out with a note.
@@ -53,27 +55,51 @@ def shard_files(folder, split: str) -> list[Path]:
     return chosen
 
 
-def read_columns(shard: Path, columns: list[str]) -> tuple[dict, dict]:
-    """({column: its values as Python objects}, the schema's Hugging Face metadata or {}), reading only
-    `columns`."""
+# The most bytes the columns read may take once decompressed, per row group (a row group is read whole): a hub
+# shard's row groups hold some hundred MB; a few KB of a compressed column can claim gigabytes.
+MAX_ROW_GROUP_BYTES = 1 << 30
+
+
+def row_groups(shard: Path, columns: list[str]) -> Iterator[tuple[dict, dict]]:
+    """({column: its values as Python objects}, the schema's Hugging Face metadata or {}) per row group, reading
+    only `columns`, each row group's size checked before it is read."""
     import pyarrow.parquet as pq
 
     try:
-        schema = pq.read_schema(shard)
+        parquet = pq.ParquetFile(shard)
+        schema = parquet.schema_arrow
         missing = [column for column in columns if column not in schema.names]
         if missing:
             raise ClipevalError(f"{shard}: no column {missing[0]!r} (columns: {', '.join(schema.names)})")
-        table = pq.read_table(shard, columns=columns)
+        hub = _hub_metadata(schema)
+        for group in range(parquet.num_row_groups):
+            size = _decompressed_bytes(parquet.metadata.row_group(group), columns)
+            if size > MAX_ROW_GROUP_BYTES:
+                raise ClipevalError(
+                    f"{shard}: row group {group} takes {size:,} bytes in the columns read once decompressed, more than"
+                    f" the {MAX_ROW_GROUP_BYTES:,} clipeval reads at once"
+                )
+            table = parquet.read_row_group(group, columns=columns)
+            yield {column: table.column(column).to_pylist() for column in columns}, hub
     except ClipevalError:
         raise
     except Exception as error:  # pyarrow raises its own error types for a damaged file
         raise ClipevalError(f"{shard}: not a readable parquet file ({type(error).__name__})") from None
+
+
+def _decompressed_bytes(row_group, columns: list[str]) -> int:
+    """What the leaf columns under `columns` take decompressed in this row group, as its metadata says."""
+    leaves = (row_group.column(index) for index in range(row_group.num_columns))
+    return sum(leaf.total_uncompressed_size for leaf in leaves if leaf.path_in_schema.split(".")[0] in columns)
+
+
+def _hub_metadata(schema) -> dict:
     metadata = (schema.metadata or {}).get(b"huggingface")
     try:
         hub = json.loads(metadata) if metadata else {}
     except ValueError:
         hub = {}
-    return {column: table.column(column).to_pylist() for column in columns}, hub if isinstance(hub, dict) else {}
+    return hub if isinstance(hub, dict) else {}
 
 
 def image_bytes(value, where: str) -> bytes:
@@ -88,6 +114,8 @@ def image_bytes(value, where: str) -> bytes:
 def rows(folder, split: str, columns: list[str]) -> Iterator[tuple[str, dict, dict]]:
     """(where, {column: value}, the shard's hub metadata) per row of the split's shards, in name order."""
     for shard in shard_files(folder, split):
-        values, hub = read_columns(shard, columns)
-        for index in range(len(values[columns[0]])):
-            yield f"{shard}: row {index}", {column: values[column][index] for column in columns}, hub
+        row = 0
+        for values, hub in row_groups(shard, columns):
+            for index in range(len(values[columns[0]])):
+                yield f"{shard}: row {row}", {column: values[column][index] for column in columns}, hub
+                row += 1

@@ -65,6 +65,8 @@ def _grouped_members(shard: Path, archive) -> dict[str, dict[str, bytes]]:
             continue
         if not member.isfile():
             raise ClipevalError(f"{shard}: member {member.name!r} is a link or a special file, not a sample's file")
+        if member.issparse():  # its bytes are mostly not in the file: a few KB can stand for gigabytes
+            raise ClipevalError(f"{shard}: member {member.name!r} is a sparse file, not a sample's file")
         if any(unicodedata.category(char) == "Cc" for char in member.name):  # a newline would forge message lines
             raise ClipevalError(f"{shard}: member {member.name!r} has a control character in its name")
         key, dot, extension = member.name.rpartition(".")
