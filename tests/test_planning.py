@@ -16,6 +16,7 @@ from clipeval.planning.artifacts import artifact_path, names_matching
 from clipeval.planning.checks import (
     NAME,
     check_clock,
+    check_comparisons,
     check_inputs,
     check_knn_depth,
     check_names,
@@ -404,6 +405,24 @@ def test_knn_must_reach_the_largest_k_only_where_it_runs():
         check_knn_depth(shallow)
     folds_only = plan_of(lambda c: (c["knn"].update(top_k=5), c.update(evaluate=[{"model": "b32", "dataset": "coco"}])))
     check_knn_depth(folds_only)
+
+
+def test_a_comparison_job_of_more_pairs_than_it_makes_is_refused_naming_compare_baseline():
+    """5,000 checkpoints' pairs made one comparison job of 12.5 million, planned without a word."""
+
+    def models(count):
+        return lambda c: c["models"].update(
+            {f"m{index}": {"arch": "RN50", "pretrained": "openai"} for index in range(count)}
+        )
+
+    check_comparisons(plan_of(models(97)))  # 100 models on flickr: 4,950 pairs
+    with pytest.raises(ConfigError) as error:
+        check_comparisons(plan_of(models(98)))
+    assert str(error.value) == (
+        "compare: 101 models on flickr make 5,050 paired comparisons in one job, more than the 5,000 it makes: set"
+        " compare.baseline to compare each model with one"
+    )
+    check_comparisons(plan_of(lambda c: (models(98)(c), c["compare"].update(baseline="b32"))))
 
 
 def test_every_named_file_and_folder_must_exist(tmp_path, monkeypatch):

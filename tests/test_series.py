@@ -76,6 +76,18 @@ def test_a_glob_that_gives_no_series_is_one_line_naming_the_key(files, message):
     assert str(error.value) == message.format(cwd=Path.cwd())
 
 
+def test_a_glob_of_more_checkpoints_than_a_series_evaluates_is_refused_before_planning():
+    """5,000 matches planned 40,007 jobs in a six-minute dry run, without a word."""
+    files = [f"ckpt/step_{step}.pt" for step in range(1001)]
+    with pytest.raises(ClipevalError) as error:
+        expand_checkpoint_series(config_with({"run": {"arch": "RN50", "checkpoints": "ckpt/*.pt"}}), found(*files))
+    assert str(error.value) == (
+        "models.run.checkpoints: 'ckpt/*.pt' matches 1,001 files, more than the 1,000 checkpoints a series evaluates:"
+        " narrow the pattern (every tenth: epoch_*0.pt)"
+    )
+    expand_checkpoint_series(config_with({"run": {"arch": "RN50", "checkpoints": "ckpt/*.pt"}}), found(*files[:1000]))
+
+
 def test_a_member_named_like_another_model_is_refused():
     config = config_with(
         {"run.epoch_1": {"arch": "RN50", "pretrained": "openai"}, "run": {"arch": "RN50", "checkpoints": "*"}}

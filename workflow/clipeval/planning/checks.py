@@ -154,6 +154,24 @@ def check_knn_depth(plan: Plan) -> None:
         )
 
 
+# The most paired comparisons one dataset's comparison job makes (a third of a second each, 1000 replicates):
+# every pair of 100 models. 5,000 checkpoints' pairs made one job of 12.5 million.
+MAX_COMPARISONS = 5_000
+
+
+def check_comparisons(plan: Plan) -> None:
+    """A dataset whose comparison job would compare more than MAX_COMPARISONS pairs is refused, naming the way to
+    fewer: compare.baseline compares each model with one."""
+    baseline = plan.config["compare"].get("baseline")
+    for dataset, models in plan.compared_models().items():
+        pairs = len(models) - 1 if baseline else len(models) * (len(models) - 1) // 2
+        if pairs > MAX_COMPARISONS:
+            raise ConfigError(
+                f"compare: {len(models):,} models on {dataset} make {pairs:,} paired comparisons in one job, more than"
+                f" the {MAX_COMPARISONS:,} it makes: set compare.baseline to compare each model with one"
+            )
+
+
 def check_inputs(plan: Plan) -> None:
     """Every file and folder the config names exists, before anything runs.
 
@@ -241,10 +259,12 @@ def _local_time(ns: int) -> str:
 
 
 def check_plan(plan: Plan) -> None:
-    """Every check, in the order a user meets them: names, references, knn's depth, the inputs, the clock."""
+    """Every check, in the order a user meets them: names, references, knn's depth, the comparisons, the inputs,
+    the clock."""
     check_names(plan)
     check_references(plan)
     check_knn_depth(plan)
+    check_comparisons(plan)
     check_inputs(plan)
     check_clock(plan)
 

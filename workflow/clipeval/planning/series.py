@@ -21,6 +21,9 @@ SERIES_KEY = "checkpoint_series"
 # A member takes the series' entry less the glob, with its file as `pretrained`.
 SERIES_GLOB = "checkpoints"
 STEP = re.compile(r"\d+")
+# The most checkpoints a series evaluates: each is some ten jobs per dataset; 5,000 planned 40,007 jobs in a
+# six-minute dry run.
+MAX_SERIES_MEMBERS = 1_000
 
 
 def checkpoint_step(path: Path) -> int | None:
@@ -66,7 +69,14 @@ def expand_checkpoint_series(config: dict, find=None) -> None:
         pattern = entry[SERIES_GLOB]
         shared = {key: value for key, value in entry.items() if key != SERIES_GLOB}
         series[name] = []
-        for step, member, pretrained in series_members(name, pattern, find(pattern)):
+        matches = find(pattern)
+        if len(matches) > MAX_SERIES_MEMBERS:
+            raise ClipevalError(
+                f"{location(('models', name, SERIES_GLOB))}: {pattern!r} matches {len(matches):,} files, more than the"
+                f" {MAX_SERIES_MEMBERS:,} checkpoints a series evaluates: narrow the pattern (every tenth:"
+                " epoch_*0.pt)"
+            )
+        for step, member, pretrained in series_members(name, pattern, matches):
             if member in config["models"] or member in models:
                 raise ClipevalError(
                     f"{location(('models', name, SERIES_GLOB))}: its member {member!r} has the name of another model"
