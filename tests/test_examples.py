@@ -75,6 +75,7 @@ def create_named_inputs(workdir, config):
     for model in config["models"].values():
         if model.get("arch", "").startswith("hf-transformers:"):
             (workdir / weights_folder(model["arch"])).mkdir(parents=True, exist_ok=True)
+            (workdir / weights_folder(model["arch"]) / "config.json").write_text("{}")
         paths = [model["pretrained"]] if is_checkpoint_path(model.get("pretrained", "")) else []
         paths += [model["checkpoints"].replace("[0-9]*", str(step)) for step in SERIES_STEPS if "checkpoints" in model]
         paths += [p for files in model.get("features", {}).values() for p in files.values()]

@@ -213,6 +213,7 @@ def test_a_model_folder_must_exist_and_a_hub_model_be_cached(tmp_path, monkeypat
         " download it first (hf download org/clip), so that its files are known before anything runs"
     )
     (tmp_path / "run1").mkdir()
+    (tmp_path / "run1/open_clip_config.json").write_text("{}")
     (tmp_path / "hub/models--org--clip/refs").mkdir(parents=True)
     (tmp_path / "hub/models--org--clip/refs/main").write_text("abc123")
     (tmp_path / "hub/models--org--clip/snapshots/abc123").mkdir(parents=True)
@@ -449,6 +450,29 @@ def test_every_named_file_and_folder_must_exist(tmp_path, monkeypatch):
     trained = plan_of().artifact("checkpoint", model="tiny")
     check_inputs(plan_of(lambda c: c["models"].update(again={"arch": "clipeval-tiny", "pretrained": trained})))
     check_plan(plan_of())
+
+
+@pytest.mark.parametrize(
+    "prefix, marker", [("local-dir:", "open_clip_config.json"), ("hf-transformers:", "config.json")]
+)
+def test_a_model_folder_without_its_config_is_refused_before_any_file_of_it_is_read(
+    tmp_path, monkeypatch, prefix, marker
+):
+    """`local-dir:/etc` passed the start check, and planning hashed every file of /etc."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("f.tsv", "f.jsonl", "c.tsv", "c.jsonl", "t.txt", "i.jsonl", "t.jsonl"):
+        (tmp_path / name).touch()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b/test_batch").touch()
+    folder = tmp_path / "not-a-model"
+    folder.mkdir()
+    (folder / "secrets.txt").write_text("")
+    plan = plan_of(lambda c: c["models"].update(mine={"arch": f"{prefix}{folder}", "pretrained": ""}))
+    with pytest.raises(ConfigError) as error:
+        check_inputs(plan)
+    assert str(error.value) == f"models.mine.arch: {folder} holds no {marker}, so it is no {prefix} model folder"
+    (folder / marker).write_text("{}")
+    check_inputs(plan)
 
 
 def test_a_file_dated_ahead_of_the_clock_is_refused(tmp_path, monkeypatch):

@@ -172,6 +172,10 @@ def check_comparisons(plan: Plan) -> None:
             )
 
 
+# The file that makes a folder a model of its arch's prefix: open_clip's config, transformers' config.
+MODEL_FOLDER_MARKERS = {LOCAL_DIR_PREFIX: "open_clip_config.json", TRANSFORMERS_PREFIX: "config.json"}
+
+
 def check_inputs(plan: Plan) -> None:
     """Every file and folder the config names exists, before anything runs.
 
@@ -186,10 +190,12 @@ def check_inputs(plan: Plan) -> None:
         for kind in (FILE, FOLDER)
         for setting, value in plan.entry_settings(dataset, kind)
     ]
+    model_folders = []
     for name, entry in config["models"].items():
         arch = entry.get("arch", "")
         if arch.startswith((LOCAL_DIR_PREFIX, TRANSFORMERS_PREFIX)):
             named.append((("models", name, "arch"), str(weights_folder(arch)), FOLDER))
+            model_folders.append((("models", name, "arch"), weights_folder(arch), arch.split(":", 1)[0] + ":"))
         if arch.startswith(HF_HUB_PREFIX) and weights_folder(arch) is None:
             repo = arch[len(HF_HUB_PREFIX) :]
             raise ConfigError(
@@ -209,6 +215,11 @@ def check_inputs(plan: Plan) -> None:
         if not (Path(path).is_dir() if kind == FOLDER else Path(path).exists()):
             where = "" if Path(path).is_absolute() else f" (relative to {Path.cwd()}, the working directory)"
             raise ConfigError(f"{location(key)}: {'folder' if kind == FOLDER else 'file'} {path} not found{where}")
+    # Before any folder is read for its digest: `local-dir:/etc` had every file of /etc hashed at planning.
+    for key, folder, prefix in model_folders:
+        marker = MODEL_FOLDER_MARKERS[prefix]
+        if not (folder / marker).is_file():
+            raise ConfigError(f"{location(key)}: {folder} holds no {marker}, so it is no {prefix} model folder")
 
 
 # How far ahead of this machine's clock a file may be dated: timestamps of a
