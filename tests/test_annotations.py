@@ -195,6 +195,11 @@ def break_karpathy(tmp_path, change):
             lambda d, i: d["images"][1].update(filepath="", filename="/etc/hostname"),
             r"images\[1\]: image id 1: image file '/etc/hostname' is outside the image folder .*/flickr30k-images$",
         ),
+        (  # blamed on the dataset's own results/…/texts.jsonl by the job that read it, before
+            lambda d, i: d["images"][1]["sentences"][0].update(raw="x" * (17 << 20)),
+            r"^clipeval: error: \S*dataset_flickr30k\.json: caption id \d+ has 17,825,792 characters, more than the"
+            r" 1,048,576 a caption may have$",
+        ),
     ],
 )
 def test_bad_karpathy_input_is_named_and_leaves_nothing(tmp_path, change, message):

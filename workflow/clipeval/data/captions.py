@@ -43,6 +43,22 @@ def load_captions(path) -> Captions:
     return Captions(np.array(text_ids, dtype=np.int64), texts, image_ids)
 
 
+# The longest caption read: CLIP's text towers see 77 tokens, long-caption sets some thousands of characters.
+# A longer one is no caption, and past 16 MiB texts.jsonl's reader would refuse it (storage/jsonl.py), blaming
+# that file rather than the source.
+MAX_CAPTION_CHARS = 1 << 20
+
+
+def check_caption_lengths(captions: Captions, source_file) -> None:
+    """Every caption at most MAX_CAPTION_CHARS long, or an error naming the source file and the caption's id."""
+    for text_id, text in zip(captions.text_ids.tolist(), captions.texts):
+        if len(text) > MAX_CAPTION_CHARS:
+            raise ClipevalError(
+                f"{source_file}: caption id {text_id} has {len(text):,} characters, more than the"
+                f" {MAX_CAPTION_CHARS:,} a caption may have"
+            )
+
+
 def check_references(captions: Captions, known_image_ids: np.ndarray, texts_path) -> None:
     """Every caption must point only at images in the store."""
     flat = np.concatenate(captions.image_ids)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clipeval.data.captions import Captions, check_references, load_captions
+from clipeval.data.captions import Captions, check_caption_lengths, check_references, load_captions
 from clipeval.data.choices import check_example_references, write_examples
 from clipeval.data.image_lmdb import ImageStore, write_image_store
 from clipeval.errors import ClipevalError
@@ -122,7 +122,8 @@ def _write_into(staging: Path, out_dir: Path, prepared) -> dict:
     if not len(image_ids):
         raise ClipevalError(f"{prepared.source.get('images', out_dir)}: the dataset has no images")
     if prepared.captions is not None:
-        check_references(prepared.captions, image_ids, prepared.source.get("texts", out_dir / "texts.jsonl"))
+        check_caption_lengths(prepared.captions, source_file(prepared.source, out_dir))
+        check_references(prepared.captions, image_ids, source_file(prepared.source, out_dir))
     extra_files = write_class_files(staging, *prepared.classes) if prepared.classes else []
     if prepared.examples is not None:
         examples_path = out_dir / "examples.jsonl"
@@ -132,6 +133,15 @@ def _write_into(staging: Path, out_dir: Path, prepared) -> dict:
     return write_texts_and_meta(
         staging, prepared.captions, image_ids, checksummed.digests, prepared.source, extra_files
     )
+
+
+# The keys of a source's record that name the file its captions come from, most specific first.
+CAPTION_SOURCE_KEYS = ("texts", "annotations", "examples", "shards", "export", "captions")
+
+
+def source_file(source: dict, out_dir: Path):
+    """The file or folder a prepared source's captions were read from, for messages; else the dataset's own."""
+    return next((source[key] for key in CAPTION_SOURCE_KEYS if key in source), out_dir / "texts.jsonl")
 
 
 def open_dataset(dataset_dir) -> tuple[ImageStore, Captions]:
