@@ -210,3 +210,45 @@ def test_a_transformers_folder_runs_through_the_workflow_beside_an_open_clip_mod
     folders = recorded_folders(workdir, "hf")
     meta = json.loads((workdir / folders["models"]["siglip"] / "meta.json").read_text())
     assert meta["weights"].startswith("folder-sha256:") and meta["pixels"] is None
+
+
+class RunsCode:
+    """A pickle that runs a shell command when it is loaded without weights_only."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_pytorch_model_bin_weights_are_checked_to_be_plain_tensors_at_the_start(tmp_path):
+    """A folder whose pytorch_model.bin pickles more than tensors passed the start check, and its job ended in
+    an UnpicklingError traceback; one of plain tensors (save_pretrained's older format) loads."""
+    import torch
+    from safetensors.torch import load_file
+
+    from clipeval.models.build import build_model
+
+    folder = tmp_path / "clip"
+    write_clip_folder(folder)
+    weights = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    arch = f"hf-transformers:{folder}"
+    torch.save(weights, folder / "pytorch_model.bin")
+    assert model_problem("mine", arch, "", "fp32", "extract.precision", "cpu") is None
+    build_model(arch, "")
+    marker = tmp_path / "ran"
+    torch.save({**weights, "x": RunsCode(marker)}, folder / "pytorch_model.bin", _use_new_zipfile_serialization=False)
+    message = f"{folder}/pytorch_model.bin: not plain tensors, which is all clipeval loads (UnpicklingError)"
+    assert model_problem("mine", arch, "", "fp32", "extract.precision", "cpu") == f"models.mine.arch: {message}"
+    with pytest.raises(Exception) as error:
+        build_model(arch, "")
+    assert str(error.value) == message
+    (folder / "pytorch_model.bin").unlink()
+    assert model_problem("mine", arch, "", "fp32", "extract.precision", "cpu") == (
+        f"models.mine.arch: {folder}: no weights (model.safetensors, model.safetensors.index.json or pytorch_model.bin)"
+    )
+    assert not marker.exists()

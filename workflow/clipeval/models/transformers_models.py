@@ -10,6 +10,7 @@ end-of-text token's output untouched by the padding after it, and SigLIP
 reads the last position of a caption padded to its length.
 """
 
+import pickle
 from pathlib import Path
 
 import torch
@@ -85,6 +86,27 @@ def check_folder(folder: Path) -> None:
         raise ClipevalError(
             f"{folder / 'config.json'}: model_type {model_type!r} is not one clipeval reads ({', '.join(MODEL_TYPES)})"
         )
+    check_weights(folder)
+
+
+# The weights save_pretrained writes: safetensors (a file, or shards and their index), else torch's pickle.
+SAFETENSORS_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+TORCH_WEIGHTS = "pytorch_model.bin"
+
+
+def check_weights(folder: Path) -> None:
+    """A weights file transformers will read: safetensors, or a pytorch_model.bin that torch loads as plain
+    tensors (a pickle of anything else, which transformers refuses only once a job loads it)."""
+    if any((folder / name).is_file() for name in SAFETENSORS_WEIGHTS):
+        return
+    if not (folder / TORCH_WEIGHTS).is_file():
+        raise ClipevalError(f"{folder}: no weights ({', '.join(SAFETENSORS_WEIGHTS)} or {TORCH_WEIGHTS})")
+    try:
+        torch.load(folder / TORCH_WEIGHTS, map_location="meta", weights_only=True)
+    except Exception as error:  # torch.load raises many types for a file that is not plain tensors
+        raise ClipevalError(
+            f"{folder / TORCH_WEIGHTS}: not plain tensors, which is all clipeval loads ({type(error).__name__})"
+        ) from None
 
 
 def build_transformers_model(folder: Path, device: str = "cpu"):
@@ -99,7 +121,7 @@ def build_transformers_model(folder: Path, device: str = "cpu"):
         model, loading = AutoModel.from_pretrained(folder, dtype=torch.float32, output_loading_info=True, **local)
         processor = AutoImageProcessor.from_pretrained(folder, **local)
         tokenizer = AutoTokenizer.from_pretrained(folder, **local)
-    except (OSError, ValueError, KeyError, RuntimeError) as error:  # RuntimeError: weights of other shapes
+    except (OSError, ValueError, KeyError, RuntimeError, pickle.UnpicklingError) as error:  # RuntimeError: shapes
         raise ClipevalError(f"{folder}: cannot load the transformers model: {first_line(error)}") from None
     # transformers starts a weight the folder lacks at random, and says so only in a log: other numbers each run.
     missing = sorted(loading["missing_keys"])
