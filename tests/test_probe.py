@@ -269,3 +269,16 @@ def test_the_command_scores_a_probe_and_refuses_splits_that_do_not_match(tmp_pat
         f"clipeval: error: {tmp_path / 'train/classes.json'}: its class names differ from the test split's"
         f" ({tmp_path / 'test/classes.json'})\n"
     )
+
+
+def test_the_train_split_is_named_by_its_config_key_not_its_hashed_folder():
+    """'too few images per class' named results/datasets/<hash>/labels.jsonl; the job is given the config."""
+    import json
+
+    from clipeval.commands.score_probe import train_split_named
+
+    config = json.dumps({"dataset": {"name": "cifar10", "task": "probe", "train_split": "cifar10-train"}})
+    assert train_split_named(config, "results/datasets/0a1b/labels.jsonl") == (
+        "datasets.cifar10.train_split (cifar10-train)"
+    )
+    assert train_split_named(None, "results/datasets/0a1b/labels.jsonl") == "results/datasets/0a1b/labels.jsonl"

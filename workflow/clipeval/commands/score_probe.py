@@ -52,6 +52,17 @@ def pinned_blas_kernels() -> str:
     return BLAS_KERNELS
 
 
+def train_split_named(config_json, train_labels):
+    """How messages name the train split: by the config's key (datasets.NAME.train_split, and the dataset it names)
+    where the job was given the config, not by its prepared folder's hashed path."""
+    from clipeval.storage.jsonl import parse_json_option
+
+    dataset = (parse_json_option(config_json, "--config") or {}).get("dataset", {})
+    if isinstance(dataset, dict) and isinstance(dataset.get("name"), str) and dataset.get("train_split"):
+        return f"datasets.{dataset['name']}.train_split ({dataset['train_split']})"
+    return train_labels
+
+
 def run(args):
     kernels = pinned_blas_kernels()  # before anything else loads numpy
     from clipeval.classification.inputs import load_labelled_images
@@ -71,9 +82,8 @@ def run(args):
         tuple(args.shots), args.seeds, args.validation, tuple(args.regularization), args.max_iterations
     )
     num_classes = len(test.spec.classnames)
-    fits = probe_fits(
-        train.images, train.labels, test.images, num_classes, settings, train.spec.classnames, args.train_labels
-    )
+    where = train_split_named(args.config, args.train_labels)
+    fits = probe_fits(train.images, train.labels, test.images, num_classes, settings, train.spec.classnames, where)
     metrics, record = score_probe(
         fits, test.image_ids, test.labels, num_classes, train.image_ids, settings, args.bootstrap, args.seed
     )
