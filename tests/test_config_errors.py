@@ -5,6 +5,8 @@ import copy
 import pytest
 import yaml
 from conftest import REPO
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clipeval.config_errors import MAX_VALUES, config_error, duplicate_key_error, location, oversized_error
 from clipeval.data.sources import format_names
@@ -204,3 +206,35 @@ def test_a_config_file_that_asks_for_yte_is_named_without_evaluating_it(tmp_path
     mentions.write_text("# no __use_yte__: true here\nexperiment: plain\nnote: __use_yte__\n")
     assert yte_error(mentions) is None
     assert not (tmp_path / "evaluated").exists()
+
+
+def expanded_values(value) -> int:
+    """The values a loaded config stands for, its aliases expanded (as oversized_error counts them)."""
+    if isinstance(value, dict):
+        return 1 + sum(1 + expanded_values(item) for item in value.values())
+    if isinstance(value, list):
+        return 1 + sum(expanded_values(item) for item in value)
+    return 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=5), max_size=4), min_size=1, max_size=6))
+def test_the_alias_count_read_from_the_node_graph_is_the_expanded_one(tmp_path_factory, references):
+    """alias_error sizes each YAML node once, never expanding; its count must be the expansion's: anchors that
+    name earlier anchors as many times as drawn, checked against loading and walking the whole thing."""
+    from clipeval import config_errors
+
+    lines = ["a0: &a0 [x, y]"]
+    for index, named in enumerate(references, start=1):
+        items = ", ".join(["z", *(f"*a{min(earlier, index - 1)}" for earlier in named)])
+        lines.append(f"a{index}: &a{index} {{k: [{items}]}}")
+    path = tmp_path_factory.mktemp("aliases") / "config.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    total = expanded_values(yaml.safe_load(path.read_text()))
+    for limit in (total - 1, total):
+        config_errors.MAX_VALUES, saved = limit, config_errors.MAX_VALUES
+        try:
+            refused = config_errors.alias_error(path) is not None
+        finally:
+            config_errors.MAX_VALUES = saved
+        assert refused == (total > limit)
