@@ -3,10 +3,12 @@ each write past it as a full disk would), a folder where a file should be, a cac
 Each ends in one line naming the file, exit status 1, and nothing that looks finished."""
 
 import errno
+import os
 import resource
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -102,6 +104,12 @@ def test_planning_that_cannot_write_an_arguments_file_stops_with_one_line(tmp_pa
     )
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used, user and system (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_ctrl_c_stops_a_command_with_one_line_and_no_output(tmp_path):
     """What every job of a run gets when the user presses Ctrl-C: SIGINT, here in the middle of writing a
     dataset. Its log shows one line, not the frames the command was in."""
@@ -113,7 +121,12 @@ def test_ctrl_c_stops_a_command_with_one_line_and_no_output(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.5)  # past Python's start, in the middle of making the images (the whole takes much longer)
+    # Past Python's start and its imports, in the middle of making the images (the whole takes much longer):
+    # once the process has computed for a second and a half, however loaded the machine (a fixed wait fell
+    # inside the imports on a busy one, and the process hung there instead of stopping).
+    deadline = time.monotonic() + 120
+    while cpu_seconds(process.pid) < 1.5 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130
