@@ -6,10 +6,10 @@ Shards are read in the order of their file names (under the folder, its
 subfolders included), rows in file order, only the columns named (pyarrow):
 one row group's images are in memory at a time, and a row group whose
 columns would take more than MAX_ROW_GROUP_BYTES decompressed is refused
-before it is read. A hub repository downloaded
-whole holds every split's shards (data/train-…, data/test-…, or a folder per
-split): where the shards' names or folders say their split, only the split
-asked for is read, and the others are left out with a note.
+before it is read. A hub repository downloaded whole holds every split's
+shards (data/train-…, data/test-…, or a folder per split): where the
+shards' names or folders say their split, only the split asked for is read,
+and the others are left out with a note.
 """
 
 import json
