@@ -120,6 +120,9 @@ def test_ctrl_c_stops_a_command_with_one_line_and_no_output(tmp_path):
         [sys.executable, "-m", "clipeval", "prepare", "shapes", "--num-images", "50000", "--seed", "0", "--out", out],
         stderr=subprocess.PIPE,
         text=True,
+        # As in a terminal: a suite started in the background (`make test &`) ignores SIGINT, and Python then
+        # keeps ignoring it rather than raising KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Past Python's start and its imports, in the middle of making the images (the whole takes much longer):
     # once the process has computed for a second and a half, however loaded the machine (a fixed wait fell
