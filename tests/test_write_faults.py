@@ -120,18 +120,23 @@ def test_ctrl_c_stops_a_command_with_one_line_and_no_output(tmp_path):
         [sys.executable, "-m", "clipeval", "prepare", "shapes", "--num-images", "50000", "--seed", "0", "--out", out],
         stderr=subprocess.PIPE,
         text=True,
-        # As in a terminal: a suite started in the background (`make test &`) ignores SIGINT, and Python then
-        # keeps ignoring it rather than raising KeyboardInterrupt.
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        # As in a terminal: a process that inherits an ignored SIGINT keeps ignoring it, never raising
+        # KeyboardInterrupt.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Past Python's start and its imports, in the middle of making the images (the whole takes much longer):
-    # once the process has computed for a second and a half, however loaded the machine (a fixed wait fell
-    # inside the imports on a busy one, and the process hung there instead of stopping).
+    # once the process has computed for a second and a half, however loaded the machine.
     deadline = time.monotonic() + 120
     while cpu_seconds(process.pid) < 1.5 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # where it was, instead of only that it went on
+        process.send_signal(signal.SIGABRT)
+        _, stderr = process.communicate(timeout=60)
+        pytest.fail(f"prepare went on for 60 s after SIGINT; its threads:\n{stderr[-6000:]}")
     assert process.returncode == 130
     assert stderr == "clipeval: prepare interrupted (Ctrl-C); it left no output\n"
     assert list(tmp_path.iterdir()) == []
