@@ -13,6 +13,7 @@ docs/ARCHITECTURE.md.
 
 import csv
 import itertools
+import os
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
@@ -56,6 +57,19 @@ def read_record(path: Path) -> dict:
         if not isinstance(entry, dict) or entry.get("task") not in MAIN_METRIC:
             raise ClipevalError(f"{path}: scores {pair!r}, but its datasets do not define {dataset!r} as evaluated")
     return record
+
+
+# The config file a run reads when none is given.
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def recorded_config_files(paths) -> list[str]:
+    """A run's config files as its record names them (the default experiment's when none is given): absolute, as
+    Snakemake hands them over, then relative to the working directory when inside it, so that copies of a
+    results folder agree."""
+    here = Path.cwd()
+    absolute = [Path(os.path.abspath(path)) for path in paths or [DEFAULT_CONFIG]]
+    return [str(path.relative_to(here) if path.is_relative_to(here) else path) for path in absolute]
 
 
 def experiment_folder(name: str, config_files: list[str], results: Path, replace: bool = False) -> str:

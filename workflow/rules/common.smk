@@ -17,7 +17,13 @@ from clipeval.codegraph import CodeGraph
 from clipeval.config_errors import alias_error, config_error, duplicate_key_error, oversized_error, yte_error
 from clipeval.data.sources import FILE, FOLDER, format_names
 from clipeval.errors import ClipevalError
-from clipeval.experiments import experiment_dir, experiment_folder, read_record, record_path
+from clipeval.experiments import (
+    experiment_dir,
+    experiment_folder,
+    read_record,
+    record_path,
+    recorded_config_files,
+)
 from clipeval.features.pixels import RECIPE_PATTERN as PIXEL_RECIPE_PATTERN
 from clipeval.features.sharding import pixel_shards_read, shard_count
 from clipeval.models.numerics import PORTABLE_THREADS
@@ -126,9 +132,7 @@ def check_schema():
 def config_files():
     """The config files of this run (the default experiment's when none is given), relative to the working
     directory when inside it: Snakemake hands them over as absolute paths, which would differ between copies."""
-    given = [Path(path) for path in workflow.config_settings.configfiles] or [Path("config/config.yaml")]
-    here = Path.cwd()
-    return [str(path.relative_to(here) if path.is_relative_to(here) else path) for path in given]
+    return recorded_config_files(workflow.config_settings.configfiles)
 
 
 def local_cores():

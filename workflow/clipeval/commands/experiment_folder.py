@@ -1,4 +1,3 @@
-import os
 from pathlib import Path
 
 HELP = "the experiment a run of these config files writes: NAME, or NAME-2 … where another config's run holds NAME"
@@ -16,9 +15,9 @@ def run(args):
     import yaml
 
     from clipeval.errors import ClipevalError
-    from clipeval.experiments import experiment_folder
+    from clipeval.experiments import DEFAULT_CONFIG, experiment_folder, recorded_config_files
 
-    configs = args.configs or [Path("config/config.yaml")]
+    configs = args.configs or [Path(DEFAULT_CONFIG)]
     merged = {}
     for path in configs:
         try:
@@ -26,10 +25,5 @@ def run(args):
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
             raise ClipevalError(f"{path}: cannot read the config ({type(error).__name__})") from None
         merged.update(loaded if isinstance(loaded, dict) else {})
-    # As the workflow records them (common.smk, config_files): Snakemake's absolute paths, relative to the
-    # working directory when inside it.
-    here = Path.cwd()
-    absolute = [Path(os.path.abspath(path)) for path in configs]
-    shown = [str(path.relative_to(here) if path.is_relative_to(here) else path) for path in absolute]
     name = merged.get("experiment") or configs[-1].stem
-    print(experiment_folder(name, shown, args.results, bool(merged.get("replace"))))
+    print(experiment_folder(name, recorded_config_files(configs), args.results, bool(merged.get("replace"))))
