@@ -105,7 +105,7 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
 
-    from clipeval.models.numerics import pin
+    from clipeval.numerics import pin
 
     threads = pin(args.numerics)  # before torch is imported, as extract-features does
     import open_clip

@@ -119,7 +119,7 @@ def gpu_name(device):
 
 def ranking_rule_parts(shape):
     """The numpy search's top_k, text→image, split into its parts, each timed alone over all blocks."""
-    from clipeval.retrieval.ranking_rule import score_tolerance
+    from clipeval.ranking_rule import score_tolerance
     from clipeval.retrieval.topk import MatmulSearch, best_by_ranking_rule, rank_in_parts
 
     n_texts, n_images = SHAPES[shape]

@@ -95,8 +95,8 @@ class BlasThreadsThenPasses:
 def settings_rows(shape):
     from threadpoolctl import ThreadpoolController
 
+    from clipeval.ranking_rule import exact_pair_scores, exact_table_scores, score_tolerance
     from clipeval.retrieval import topk
-    from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_table_scores, score_tolerance
     from clipeval.threads import in_threads, row_parts
 
     n_texts, n_images = SHAPES[shape]

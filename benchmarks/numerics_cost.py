@@ -1,6 +1,6 @@
 """What each pin of the portable numerics profile costs: a forward block of ViT-B-32's text and image towers.
 
-The portable profile (workflow/clipeval/models/numerics.py) pins four things
+The portable profile (workflow/clipeval/numerics.py) pins four things
 so that every AVX2 CPU computes the same bits: MKL's conditional-numerical-
 reproducibility branch (MKL_CBWR=COMPATIBLE), ATen's and oneDNN's vector
 width (AVX2), and two threads. Each row times one forward block (64
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from measure import exit_status, print_table
 
-from clipeval.models.numerics import PORTABLE_ENVIRONMENT
+from clipeval.numerics import PORTABLE_ENVIRONMENT
 
 BENCHMARKS = Path(__file__).resolve().parent
 PACKAGE_PARENT = BENCHMARKS.parent / "workflow"

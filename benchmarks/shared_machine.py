@@ -25,7 +25,7 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[1] / "workflow"
 
 PROBE = r"""
 import json, sys, time
-from clipeval.models import numerics
+from clipeval import numerics
 if sys.argv[1] == "default":
     numerics.WAIT_POLICY = ("CLIPEVAL_WAIT_POLICY_LEFT_UNSET", "")  # as jobs ran before pin set it
 numerics.pin("portable")

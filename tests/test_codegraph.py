@@ -2,7 +2,7 @@
 
 import textwrap
 
-from clipeval.codegraph import CodeGraph, command_entry_modules
+from clipeval.planning.codegraph import CodeGraph, command_entry_modules
 
 FILES = {
     "__init__.py": "",

@@ -1,4 +1,4 @@
-"""Config errors as one line naming the entry, the key and what is allowed (clipeval/config_errors.py)."""
+"""Config errors as one line naming the entry, the key and what is allowed (clipeval/planning/config_errors.py)."""
 
 import copy
 
@@ -8,8 +8,8 @@ from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clipeval.config_errors import MAX_VALUES, config_error, duplicate_key_error, location, oversized_error
 from clipeval.data.sources import format_names
+from clipeval.planning.config_errors import MAX_VALUES, config_error, duplicate_key_error, location, oversized_error
 
 SCHEMA = yaml.safe_load((REPO / "config/schema.yaml").read_text())
 VALID = {
@@ -194,7 +194,7 @@ def test_a_long_offending_value_is_cut_in_the_message():
 
 
 def test_a_config_file_that_asks_for_yte_is_named_without_evaluating_it(tmp_path):
-    from clipeval.config_errors import yte_error
+    from clipeval.planning.config_errors import yte_error
 
     asks = tmp_path / "asks.yaml"
     asks.write_text('__use_yte__: true\nexperiment: ?open("evaluated", "w")\n')
@@ -222,7 +222,7 @@ def expanded_values(value) -> int:
 def test_the_alias_count_read_from_the_node_graph_is_the_expanded_one(tmp_path_factory, references):
     """alias_error sizes each YAML node once, never expanding; its count must be the expansion's: anchors that
     name earlier anchors as many times as drawn, checked against loading and walking the whole thing."""
-    from clipeval import config_errors
+    from clipeval.planning import config_errors
 
     lines = ["a0: &a0 [x, y]"]
     for index, named in enumerate(references, start=1):

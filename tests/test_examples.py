@@ -9,9 +9,9 @@ import pytest
 import yaml
 from conftest import REPO
 
-from clipeval.config_errors import config_error
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.models.pretrained import is_checkpoint_path, weights_folder
+from clipeval.planning.config_errors import config_error
 from clipeval.planning.plan import EVALUATED_TASKS
 
 EXAMPLES = sorted((REPO / "config/examples").glob("*.yaml"))

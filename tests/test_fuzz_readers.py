@@ -644,8 +644,8 @@ def test_a_mutated_config_gets_one_line_naming_the_key_or_passes_the_schema(data
     import yaml
     from conftest import REPO
 
-    from clipeval.config_errors import config_error
     from clipeval.data.sources import format_names
+    from clipeval.planning.config_errors import config_error
 
     schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())
     path = data.draw(

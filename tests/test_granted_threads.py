@@ -6,7 +6,7 @@ import pytest
 
 
 def test_portable_numerics_refuse_a_job_given_fewer_threads_than_they_compute_with(monkeypatch):
-    from clipeval.models.numerics import NumericsError, pin
+    from clipeval.numerics import NumericsError, pin
 
     monkeypatch.setenv("OMP_WAIT_POLICY", os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))  # pin may set it
     with pytest.raises(NumericsError) as error:

@@ -10,9 +10,9 @@ from near_ties import near_duplicates, unit_rows
 
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
+from clipeval.ranking_rule import exact_pair_scores, exact_scores, exact_table_scores
 from clipeval.retrieval import topk
 from clipeval.retrieval.directions import IMAGE_TO_TEXT, TEXT_TO_IMAGE
-from clipeval.retrieval.ranking_rule import exact_pair_scores, exact_scores, exact_table_scores
 from clipeval.retrieval.topk import FaissSearch, Searcher, prediction_rows, top_k
 
 

@@ -1,25 +1,27 @@
-"""The package's layers hold: no module imports one of a higher layer (read from the import graph that the
-code fingerprints use), and the benchmarks use only the package's public names."""
+"""The package's layers hold: no module imports one of a higher layer, no two packages import each other,
+however indirectly (both read from the import graph that the code fingerprints use), and the benchmarks use
+only the package's public names."""
 
 import ast
 
 import pytest
 from conftest import REPO
 
-from clipeval.codegraph import CodeGraph
+from clipeval.planning.codegraph import CodeGraph
 
 PACKAGE_DIR = REPO / "workflow/clipeval"
 # Lowest first: a module may import its own layer and those below it.
 LAYERS = (
-    ("errors", "threads", "devices", "metric_catalog"),
+    ("errors", "threads", "devices", "metric_catalog", "numerics", "ranking_rule"),
     ("storage",),
     ("data", "statistics"),
-    ("models", "features"),
+    ("features",),
+    ("models",),
     ("retrieval", "classification", "compositionality", "probe"),
     ("comparison",),
     ("suites",),
     ("reporting",),
-    ("experiments", "leaderboard", "pruning", "config_errors", "codegraph"),
+    ("experiments", "leaderboard", "pruning"),
     ("commands", "cli", "__main__"),
     ("warm_jobs",),
     ("planning",),
@@ -36,6 +38,39 @@ def layer(module):
     """The layer of clipeval.PART[...]; None for the package itself."""
     parts = module.split(".")
     return LAYER_OF[parts[1]] if len(parts) > 1 else None
+
+
+def top_part(module):
+    """clipeval.PART of clipeval.PART[...]."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_imports(package_dir):
+    """{top part: the other top parts its modules import directly}."""
+    graph = CodeGraph(package_dir)
+    edges = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        module = module_name(path, package_dir)
+        if layer(module) is not None:
+            imported = {top_part(name) for name in graph.direct_imports(module) if layer(name) is not None}
+            edges.setdefault(top_part(module), set()).update(imported - {top_part(module)})
+    return edges
+
+
+def package_loops(edges):
+    """Each pair of top parts that import each other, directly or through others: "A <-> B", sorted."""
+
+    def reachable(start):
+        seen, stack = set(), [start]
+        while stack:
+            for after in edges.get(stack.pop(), ()):
+                if after not in seen:
+                    seen.add(after)
+                    stack.append(after)
+        return seen
+
+    reach = {part: reachable(part) for part in edges}
+    return sorted(f"{a} <-> {b}" for a in reach for b in reach[a] if a < b and a in reach.get(b, ()))
 
 
 def upward_imports(package_dir):
@@ -58,6 +93,26 @@ def test_every_module_has_a_layer():
 
 def test_no_module_imports_a_higher_layer():
     assert upward_imports(PACKAGE_DIR) == []
+
+
+def test_no_two_packages_import_each_other():
+    assert package_loops(package_imports(PACKAGE_DIR)) == []
+
+
+def test_a_loop_between_packages_is_found(tmp_path):
+    package = tmp_path / "clipeval"
+    for folder in ("retrieval", "probe", "classification"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "retrieval/a.py").write_text("from clipeval.probe import b\n")
+    (package / "probe/b.py").write_text("from clipeval.classification import c\n")
+    (package / "classification/c.py").write_text("def f():\n    from clipeval.retrieval import a\n")
+    assert package_loops(package_imports(package)) == [
+        "clipeval.classification <-> clipeval.probe",
+        "clipeval.classification <-> clipeval.retrieval",
+        "clipeval.probe <-> clipeval.retrieval",
+    ]
 
 
 def test_an_upward_import_is_found(tmp_path):

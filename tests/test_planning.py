@@ -11,7 +11,6 @@ import pytest
 import yaml
 from conftest import REPO
 
-from clipeval.codegraph import CodeGraph
 from clipeval.planning.artifacts import artifact_path, names_matching
 from clipeval.planning.checks import (
     NAME,
@@ -23,6 +22,7 @@ from clipeval.planning.checks import (
     check_plan,
     check_references,
 )
+from clipeval.planning.codegraph import CodeGraph
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.fingerprints import code_fingerprint
 from clipeval.planning.plan import ConfigError, Plan, fill_metric_defaults

@@ -17,9 +17,9 @@ from near_ties import near_duplicates, unit_rows
 from clipeval.comparison import compare_models
 from clipeval.data.captions import Captions
 from clipeval.errors import ClipevalError
+from clipeval.ranking_rule import exact_scores
 from clipeval.retrieval import ranks as ranks_module
 from clipeval.retrieval.metrics import FeatureSet, score_retrieval
-from clipeval.retrieval.ranking_rule import exact_scores
 from clipeval.retrieval.ranks import first_positive_ranks
 
 

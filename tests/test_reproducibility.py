@@ -72,7 +72,7 @@ def busy_cores(count=2):
 # One command that touches a file once torch and open_clip are imported, with the environment the portable
 # profile pins set first, as its pin() would before importing torch.
 SIGNAL_AFTER_IMPORTS = (
-    "import json, os, pathlib, sys; from clipeval.models.numerics import PORTABLE_ENVIRONMENT;"
+    "import json, os, pathlib, sys; from clipeval.numerics import PORTABLE_ENVIRONMENT;"
     " os.environ.update(PORTABLE_ENVIRONMENT); import open_clip; from clipeval.cli import main;"
     " pathlib.Path(sys.argv[1]).touch(); sys.exit(main(json.loads(sys.argv[2])))"
 )

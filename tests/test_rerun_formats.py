@@ -469,7 +469,7 @@ def command_of_rule(workdir):
 
 def test_each_rule_fingerprints_exactly_the_modules_its_jobs_imported(experiment):
     """The code a rule's fingerprint covers (its command's import closure) is what its jobs really loaded."""
-    from clipeval.codegraph import CodeGraph, command_entry_modules
+    from clipeval.planning.codegraph import CodeGraph, command_entry_modules
 
     loaded = modules_loaded_by_rule(experiment)
     assert loaded["score_retrieval"] >= {
@@ -490,7 +490,7 @@ def test_editing_any_module_changes_the_code_param_of_exactly_the_rules_that_imp
     follows it is the re-run table's module rows (test_caching.py), run through Snakemake."""
     import shutil
 
-    from clipeval.codegraph import CodeGraph, command_entry_modules
+    from clipeval.planning.codegraph import CodeGraph, command_entry_modules
 
     loaded = modules_loaded_by_rule(experiment)
     commands = command_of_rule(experiment)

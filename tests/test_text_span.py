@@ -93,7 +93,7 @@ def blocks_unlike_the_full_context(arch, precision):
 
 # In a process of its own, as a job computes: the numerics profile is pinned before torch is imported.
 UNDER_PROFILE = """import json, pathlib, sys
-from clipeval.models.numerics import pin
+from clipeval.numerics import pin
 pin(sys.argv[1])
 from test_text_span import blocks_unlike_the_full_context, register_towers
 register_towers(pathlib.Path(sys.argv[2]))

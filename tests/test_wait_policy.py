@@ -9,7 +9,7 @@ import pytest
 # The policy as the process sees it when torch, and with it the OpenMP runtime, loads.
 PROBE = """
 import os, sys
-from clipeval.models import numerics
+from clipeval import numerics
 real_import = __import__
 def watching(name, *args, **kwargs):
     if name == "torch" and "torch" not in sys.modules:

@@ -242,7 +242,7 @@ class WarmJobs:
         return self._python
 
     def _start(self) -> str:
-        from clipeval.models.numerics import PORTABLE_ENVIRONMENT
+        from clipeval.numerics import PORTABLE_ENVIRONMENT
 
         directory = self._directory = Path(tempfile.mkdtemp(prefix="warm-jobs-"))
         sockets = {f"{kind}-{threads}": str(directory / f"{kind}-{threads}.sock") for kind, threads in self._kinds}

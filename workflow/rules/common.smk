@@ -13,8 +13,8 @@ from snakemake.settings.types import DeploymentMethod
 
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
-from clipeval.codegraph import CodeGraph
-from clipeval.config_errors import alias_error, config_error, duplicate_key_error, oversized_error, yte_error
+from clipeval.planning.codegraph import CodeGraph
+from clipeval.planning.config_errors import alias_error, config_error, duplicate_key_error, oversized_error, yte_error
 from clipeval.data.sources import FILE, FOLDER, format_names
 from clipeval.errors import ClipevalError
 from clipeval.experiments import (
@@ -26,7 +26,7 @@ from clipeval.experiments import (
 )
 from clipeval.features.pixels import RECIPE_PATTERN as PIXEL_RECIPE_PATTERN
 from clipeval.features.sharding import pixel_shards_read, shard_count
-from clipeval.models.numerics import PORTABLE_THREADS
+from clipeval.numerics import PORTABLE_THREADS
 from clipeval.planning import fingerprints
 from clipeval.planning.argument_files import argument_file
 from clipeval.planning.artifacts import ARTIFACTS, RESULTS, names_matching

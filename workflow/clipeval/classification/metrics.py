@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from clipeval.errors import ClipevalError
-from clipeval.retrieval.ranking_rule import exact_scores
+from clipeval.ranking_rule import exact_scores
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
 from clipeval.storage.jsonl import read_json, read_keyed_jsonl
 

@@ -11,9 +11,9 @@ def add_arguments(parser):
 
 def run(args):
     from clipeval.errors import ClipevalError
-    from clipeval.reporting.provenance import library_versions
     from clipeval.storage.digests import file_sha256
     from clipeval.storage.jsonl import write_json
+    from clipeval.storage.provenance import library_versions
 
     for path in args.files:
         if not path.is_file():

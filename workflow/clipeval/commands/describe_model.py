@@ -1,8 +1,8 @@
 from pathlib import Path
 
 from clipeval.commands._options import add_model_options
-from clipeval.models.numerics import add_options as add_numerics_options
-from clipeval.models.numerics import pin
+from clipeval.numerics import add_options as add_numerics_options
+from clipeval.numerics import pin
 
 HELP = "write a model's identity for provenance"
 LIBRARIES = ("torch", "torchvision", "open_clip_torch", "transformers")
@@ -17,10 +17,10 @@ def add_arguments(parser):
 def run(args):
     pin(args.numerics, args.threads)  # before anything imports torch
     from clipeval.models.build import check_arch, check_pretrained, weights_identity
-    from clipeval.models.numerics import code_path
     from clipeval.models.preprocessing import pixel_recipe
-    from clipeval.reporting.provenance import library_versions
+    from clipeval.numerics import code_path
     from clipeval.storage.jsonl import parse_json_option, write_json
+    from clipeval.storage.provenance import library_versions
 
     check_arch(args.arch)
     check_pretrained(args.arch, args.pretrained)

@@ -1,8 +1,8 @@
 from pathlib import Path
 
 from clipeval.commands._options import add_compute_options, add_model_options
-from clipeval.models.numerics import add_options as add_numerics_options
-from clipeval.models.numerics import pin
+from clipeval.numerics import add_options as add_numerics_options
+from clipeval.numerics import pin
 
 HELP = "class embeddings from class names × prompt templates"
 LIBRARIES = ("torch", "open_clip_torch", "transformers")

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from clipeval.commands._options import add_compute_options, add_model_options, count
 from clipeval.features.pixel_files import open_stored_pixels  # no torch: it must load after pin()
-from clipeval.models.numerics import add_options as add_numerics_options
-from clipeval.models.numerics import pin
+from clipeval.numerics import add_options as add_numerics_options
+from clipeval.numerics import pin
 
 HELP = "encode a dataset's images and/or captions"
 LIBRARIES = ("torch", "torchvision", "open_clip_torch", "transformers", "pillow")

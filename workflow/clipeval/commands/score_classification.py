@@ -19,7 +19,7 @@ def run(args):
     from clipeval.classification.metrics import score_classification
     from clipeval.commands._options import write_scores
     from clipeval.metric_catalog import CLASSIFICATION_METRICS
-    from clipeval.reporting.provenance import result_provenance
+    from clipeval.storage.provenance import result_provenance
 
     given = load_classification_inputs(args.classes, args.labels, args.image_feats, args.class_feats)
     metrics, record = score_classification(

@@ -18,7 +18,7 @@ def run(args):
     from clipeval.compositionality.metrics import score_compositionality
     from clipeval.data.choices import load_examples
     from clipeval.features.feature_files import check_same_dimension, read_features
-    from clipeval.reporting.provenance import result_provenance
+    from clipeval.storage.provenance import result_provenance
 
     examples = load_examples(args.examples)
     image_ids, images = read_features(args.image_feats, "image_id")

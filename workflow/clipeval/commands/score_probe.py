@@ -71,7 +71,7 @@ def run(args):
     from clipeval.features.feature_files import check_same_dimension
     from clipeval.probe.metrics import score_probe
     from clipeval.probe.protocol import ProbeSettings, probe_fits
-    from clipeval.reporting.provenance import result_provenance
+    from clipeval.storage.provenance import result_provenance
 
     train = load_labelled_images(args.train_classes, args.train_labels, args.train_feats)
     test = load_labelled_images(args.classes, args.labels, args.image_feats)

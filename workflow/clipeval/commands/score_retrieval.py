@@ -31,9 +31,9 @@ def run(args):
     from clipeval.data.captions import load_captions
     from clipeval.errors import ClipevalError
     from clipeval.features.feature_files import check_same_dimension, read_features
-    from clipeval.reporting.provenance import result_provenance
     from clipeval.retrieval.metrics import FeatureSet, score_retrieval
     from clipeval.retrieval.predictions import load_predictions
+    from clipeval.storage.provenance import result_provenance
 
     if bool(args.t2i) != bool(args.i2t):
         raise ClipevalError("give both --t2i and --i2t, or neither")

@@ -1,8 +1,8 @@
 from pathlib import Path
 
 from clipeval.commands._options import at_least, count
-from clipeval.models.numerics import add_options as add_numerics_options
-from clipeval.models.numerics import pin
+from clipeval.numerics import add_options as add_numerics_options
+from clipeval.numerics import pin
 
 HELP = "train a CLIP from scratch on a prepared dataset"
 LIBRARIES = ("torch", "open_clip_torch", "transformers", "pillow", "numpy")

@@ -21,7 +21,7 @@ import numpy as np
 
 from clipeval.data.choices import Example
 from clipeval.errors import ClipevalError
-from clipeval.retrieval.ranking_rule import exact_pair_scores
+from clipeval.ranking_rule import exact_pair_scores
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
 
 # The outcome columns of one model's rows: text choice right, image choice right (-1: one image), both.

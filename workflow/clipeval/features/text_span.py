@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from clipeval.features.sharding import FORWARD_BLOCK, padded_block
-from clipeval.models.numerics import portable_pinned
+from clipeval.numerics import portable_pinned
 
 # The x86-64 code paths torch reports, whose vector kernels the cut was seen to keep the bits of.
 X86_CAPABILITIES = ("AVX2", "AVX512")

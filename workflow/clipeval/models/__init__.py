@@ -1,1 +1,1 @@
-"""open_clip models: building them, checkpoints, training, and the pinned numerics."""
+"""open_clip models and the other backends: building them, checkpoints, training."""

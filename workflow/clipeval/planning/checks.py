@@ -11,10 +11,8 @@ import shlex
 import time
 from pathlib import Path
 
-from clipeval.config_errors import location
 from clipeval.data.sources import FILE, FOLDER
 from clipeval.metric_catalog import has_rsum
-from clipeval.models.numerics import PORTABLE_THREADS, portable_threads_error
 from clipeval.models.pretrained import (
     HF_HUB_PREFIX,
     LOCAL_DIR_PREFIX,
@@ -24,7 +22,9 @@ from clipeval.models.pretrained import (
     is_open_clip,
     weights_folder,
 )
+from clipeval.numerics import PORTABLE_THREADS, portable_threads_error
 from clipeval.planning.artifacts import RESULTS
+from clipeval.planning.config_errors import location
 from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
 
 # What a dataset, model or experiment may be called: each name becomes a path

@@ -9,7 +9,7 @@ import hashlib
 from importlib import metadata
 
 from clipeval.cli import command_module
-from clipeval.codegraph import CodeGraph, command_entry_modules
+from clipeval.planning.codegraph import CodeGraph, command_entry_modules
 
 
 @functools.cache  # installed versions do not change while Snakemake plans

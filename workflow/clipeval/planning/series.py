@@ -14,8 +14,8 @@ import glob
 import re
 from pathlib import Path
 
-from clipeval.config_errors import location
 from clipeval.errors import ClipevalError
+from clipeval.planning.config_errors import location
 
 SERIES_KEY = "checkpoint_series"
 # A member takes the series' entry less the glob, with its file as `pretrained`.

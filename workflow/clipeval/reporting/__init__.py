@@ -1,1 +1,1 @@
-"""Summaries and provenance of results."""
+"""Summaries, tables and figures of results: the report."""

@@ -13,8 +13,8 @@ import numpy as np
 
 from clipeval.classification.metrics import ranked_classes
 from clipeval.errors import ClipevalError
+from clipeval.ranking_rule import exact_scores, order_pairs_by_ranking_rule
 from clipeval.retrieval.metrics import PROTOCOL_FOLD_SIZES, FeatureSet, split_folds
-from clipeval.retrieval.ranking_rule import exact_scores, order_pairs_by_ranking_rule
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,1 @@
-"""Image-text retrieval: the ranking rule, top-k search, ground truth and metrics."""
+"""Image-text retrieval: top-k search, ground truth and metrics."""

@@ -10,7 +10,7 @@ score; the band is scored exactly (exact_pair_scores), like the top-k lists.
 
 import numpy as np
 
-from clipeval.retrieval.ranking_rule import exact_pair_scores, score_tolerance
+from clipeval.ranking_rule import exact_pair_scores, score_tolerance
 
 # The float32 scores of one tile of queries × gallery items. Tiles are at most
 # TILE_COLUMNS wide so that a large gallery still gets hundreds of query rows

@@ -31,13 +31,13 @@ from threadpoolctl import ThreadpoolController
 
 from clipeval.devices import gpu_number
 from clipeval.errors import ClipevalError
-from clipeval.retrieval.directions import Direction
-from clipeval.retrieval.ranking_rule import (
+from clipeval.ranking_rule import (
     exact_pair_scores,
     exact_table_scores,
     order_pairs_by_ranking_rule,
     score_tolerance,
 )
+from clipeval.retrieval.directions import Direction
 from clipeval.threads import compute_threads, in_threads, row_parts
 
 SEARCHES = ("auto", "numpy", "faiss")

@@ -4,7 +4,7 @@ import os
 from dataclasses import dataclass
 
 from clipeval.cli import command_module, command_names
-from clipeval.models.numerics import PORTABLE_ENVIRONMENT, PROFILES, WAIT_POLICY
+from clipeval.numerics import PORTABLE_ENVIRONMENT, PROFILES, WAIT_POLICY
 
 # Variables that may differ between a job and the server that forks it: the fork adopts them, and nothing reads
 # them when a library loads (tempfile looks its folder up again in the fork).
