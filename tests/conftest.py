@@ -37,62 +37,49 @@ settings.load_profile("clipeval")
 
 # pytest-xdist hands whole files to its workers in collection order
 # (pyproject.toml turns off its own reordering, which sorts files by their
-# number of tests). The files that run whole workflows go first, longest
-# first, so that the short files fill in and the workers end together:
-# test_workflow.py runs the default experiment (`default_experiment`, with
-# its 12 epochs of training) and checks it; test_workflow_reruns.py, which
-# runs what comes after it, goes to the next worker that frees up, after
-# the long files below have started (given second, it held a worker idle
-# while the experiment trained, and the one suite timed so ran longer), and runs beside
-# those checks; test_reproducibility.py trains and extracts on
-# an emulated CPU, test_rerun_formats.py builds an experiment of every source
-# format. test_slurm.py comes next: most of its minutes are spent waiting on
-# the cluster, which the other workers' computing fills. It builds the small
-# experiment (`small_experiment_run`, built once for all workers by whichever
-# asks first) that it compares its cluster run with and that test_caching.py
-# re-runs.
-LONGEST_FIRST = (
-    "test_workflow.py",
-    "test_reproducibility.py",
-    "test_rerun_formats.py",
-    "test_slurm.py",
-    "test_caching.py",
-    "test_workflow_reruns.py",
-    "test_examples.py",
-    "test_workflow_checks.py",
-    "test_fuzz_readers.py",
-    "test_cli.py",
-    "test_runtime_dependencies.py",
-    "test_series_workflow.py",
-    "test_compositionality_workflow.py",
-)
-
-
-# Files whose tests run whole workflows (Snakemake, the cluster, emulated CPUs) or a reader's 300 mutated
-# files: `make test` runs them, `make test-fast` (-m "not workflow") leaves them out.
-WORKFLOW_FILES = {
-    "test_slurm.py",
-    "test_workflow.py",
-    "test_workflow_reruns.py",
-    "test_workflow_checks.py",
-    "test_caching.py",
-    "test_rerun_formats.py",
-    "test_reproducibility.py",
-    "test_examples.py",
-    "test_runtime_dependencies.py",
-    "test_fuzz_readers.py",
-    "test_shell_quoting.py",
-    "test_series_workflow.py",
-    "test_compositionality_workflow.py",
-}
+# number of tests). Each long file says about how many minutes its tests take
+# in a full run (`pytestmark = pytest.mark.minutes(N)`, beside its tier's
+# mark), and the longest go first, so that the short files fill in and the
+# workers end together. A file whose tests wait on another's session fixture
+# (test_workflow_reruns.py on the default experiment) counts only its own
+# minutes, so it starts once the long files have started rather than holding
+# a worker idle while that fixture builds.
+def suite_minutes(item):
+    mark = item.get_closest_marker("minutes")
+    return mark.args[0] if mark else 0
 
 
 def pytest_collection_modifyitems(items):
-    place = {name: index for index, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: place.get(item.path.name, len(place)))  # stable: other files keep their order
+    longest = {}
     for item in items:
-        if item.path.name in WORKFLOW_FILES:
-            item.add_marker(pytest.mark.workflow)
+        longest[item.path] = max(longest.get(item.path, 0), suite_minutes(item))
+    items.sort(key=lambda item: -longest[item.path])  # stable: a file's tests stay together and in order
+
+
+# `make test-fast` runs the tests marked neither of these: whole workflows (Snakemake, the cluster, emulated
+# CPUs, a reader's 300 mutated files) are `workflow`, chains of commands in new processes `slow`.
+SLOW_TIERS = ("workflow", "slow")
+_running = {}
+
+
+def pytest_runtest_setup(item):
+    _running["item"] = item  # session fixtures build inside the setup of the first test that asks for them
+
+
+def tier_error(nodeid, marks, what):
+    """Why a test marked `marks` may not do `what` (a Snakemake run), or None where its tier allows it."""
+    if any(mark in SLOW_TIERS for mark in marks):
+        return None
+    return f"{nodeid} {what}, which `make test-fast` must not: mark it (pytestmark = pytest.mark.workflow)"
+
+
+def require_slow_tier(what):
+    """Fail the running test where `make test-fast` would run it and it does `what`."""
+    item = _running.get("item")
+    if item is not None:
+        error = tier_error(item.nodeid, {mark.name for mark in item.iter_markers()}, what)
+        if error:
+            pytest.fail(error, pytrace=False)
 
 
 # Linux starts a child's peak memory (ru_maxrss) at its parent's: exec keeps

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from conftest import REPO
+from conftest import REPO, require_slow_tier
 from sources import write_cnclip
 from warm_snakemake import needs_fresh_interpreter, warm_snakemake
 
@@ -22,6 +22,7 @@ def snakemake(workdir, *args, env=None):
     """`python -m snakemake ARGS` in `workdir`, run as warm_snakemake.py says; returns the CompletedProcess. Its
     jobs run in the suite's own warm servers (warm_jobs.py), not the workflow's, unless `env` sets
     CLIPEVAL_WARM_JOBS: those start for each run, and the suite runs Snakemake hundreds of times."""
+    require_slow_tier("runs Snakemake")
     overrides = env or {}
     env = {**os.environ, "CLIPEVAL_WARM_JOBS": "0", **overrides}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"

@@ -23,6 +23,8 @@ from snakemake_runner import (
     small_experiment,
 )
 
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(16)]
+
 EVALUATE_ONE_PAIR = {
     "extract_text_features": 1,
     "extract_image_shard": 1,

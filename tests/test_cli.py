@@ -8,7 +8,7 @@ from conftest import run_cli
 
 # Each test reads the output of one chain of commands run as a user would (the `chain` fixture, tens of
 # seconds): make test-fast leaves the file out.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.minutes(3)]
 
 
 def read_lines(path):

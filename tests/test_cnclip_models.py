@@ -10,6 +10,8 @@ from conftest import run_cli
 
 from clipeval.models.model_check import model_problem
 
+pytestmark = pytest.mark.minutes(2)
+
 pytest.importorskip("cn_clip", reason="cn_clip is installed by `make` without its dependencies")
 
 

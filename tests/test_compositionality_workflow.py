@@ -6,10 +6,13 @@ import csv
 import json
 
 import numpy as np
+import pytest
 import yaml
 from snakemake_runner import copy_workflow, planned_jobs, recorded_folders, run_jobs
 from sources import compositionality_entries, write_aro, write_sugarcrepe, write_winoground
 from test_series_workflow import write_checkpoint
+
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(4)]
 
 CONFIG = {
     "experiment": "compositional",

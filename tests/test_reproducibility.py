@@ -18,6 +18,8 @@ import pytest
 from conftest import run_cli
 from emulated_cpu import emulator_prefix, other_vendor_cpu
 
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(19)]
+
 # What other x86-64 CPUs would offer the libraries. MKL's dispatch by CPU is
 # imitated with MKL_ENABLE_INSTRUCTIONS; ATen's and oneDNN's by their caps.
 CPU_IMITATIONS = {

@@ -38,6 +38,8 @@ from sources import (
 )
 from warm_jobs import module_listing_env
 
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(23)]
+
 RETRIEVAL = ("shapes-1k", "cn", "flickr", "coco")
 CLASSIFICATION = ("shapes-classes", "cifar", "folder")
 COMPOSITIONALITY = ("sugarcrepe", "winoground", "vg-relation")

@@ -11,9 +11,12 @@ import shutil
 import tomllib
 from importlib import metadata
 
+import pytest
 from conftest import REPO
 from packaging.requirements import Requirement
 from snakemake_runner import copy_experiment, edit_config, recorded_folders, run_jobs, snakemake
+
+pytestmark = pytest.mark.workflow
 
 BLOCKER = """import importlib.abc, importlib.machinery, json, os, sys
 

@@ -4,8 +4,11 @@ step with the best checkpoint marked, the report's figure, and a new checkpoint 
 import csv
 import json
 
+import pytest
 import yaml
 from snakemake_runner import copy_workflow, planned_jobs, run_jobs
+
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(6)]
 
 SERIES_CONFIG = {
     "experiment": "series",

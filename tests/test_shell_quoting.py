@@ -9,9 +9,12 @@ import json
 import shlex
 import shutil
 
+import pytest
 import yaml
 from snakemake_runner import copy_workflow, edit_config, shared_path, snakemake
 from sources import write_cnclip
+
+pytestmark = pytest.mark.workflow
 
 # Each would create a file named PWNED if a shell read it as syntax.
 HOSTILE = "a $(touch PWNED) `touch PWNED`; touch PWNED & 'q' \"d\" \\ *"

@@ -22,10 +22,14 @@ from once_per_session import result_digests
 from slurm_cluster import NAMED_PARTITION, job_record, jobs_in_queue, running_cluster
 from snakemake_runner import job_counts, planned_jobs, small_experiment, snakemake
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
-    reason="the cluster set-up is not installed: pip install snakemake-executor-plugin-slurm",
-)
+pytestmark = [
+    pytest.mark.workflow,
+    pytest.mark.minutes(6),
+    pytest.mark.skipif(
+        importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+        reason="the cluster set-up is not installed: pip install snakemake-executor-plugin-slurm",
+    ),
+]
 
 # What only this test cluster needs: it has no accounting database (job states
 # from squeue, no account), and its jobs take seconds, so status is polled often.

@@ -13,6 +13,8 @@ from snakemake_runner import copy_workflow, recorded_folders, run_jobs
 from clipeval.errors import ClipevalError
 from clipeval.models.model_check import model_problem
 
+pytestmark = pytest.mark.minutes(2)
+
 TINY_TOWER = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}
 WORDS = ["a", "an", "the", "red", "green", "blue", "yellow", "purple", "orange", "small", "large", "circle"]
 WORDS += ["square", "triangle", "star", "hexagon", "cross", "on", "in", "of", "picture", "shape", "and", "with"]

@@ -16,6 +16,8 @@ from snakemake_runner import (
     snakemake,
 )
 
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(20)]
+
 
 def recorded_predictions(workdir, pair, direction="t2i", top_k=10, experiment="default"):
     features = recorded_folders(workdir, experiment)["features"][pair]

@@ -24,6 +24,8 @@ from snakemake_runner import (
     snakemake,
 )
 
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(2)]
+
 
 def test_a_local_run_with_fewer_cores_than_portable_numerics_threads_is_refused_before_its_first_job(tmp_path):
     workdir = copy_workflow(tmp_path)

@@ -26,6 +26,8 @@ from snakemake_runner import (
     snakemake,
 )
 
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(6)]
+
 
 @pytest.fixture(scope="module")
 def default_run(default_experiment):
