@@ -15,6 +15,8 @@ from sources import write_cnclip
 from warm_snakemake import needs_fresh_interpreter, warm_snakemake
 
 WORKFLOW_FILES = ("Snakefile", "config", "workflow", "envs", "profiles")
+# What every run here sets: its jobs run in the suite's servers (warm_jobs.py), not in the workflow's own.
+RUN_SETTINGS = {"CLIPEVAL_WARM_JOBS": "0"}
 JOB_HEADER = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$", re.M)
 
 
@@ -24,7 +26,7 @@ def snakemake(workdir, *args, env=None):
     CLIPEVAL_WARM_JOBS: those start for each run, and the suite runs Snakemake hundreds of times."""
     require_slow_tier("runs Snakemake")
     overrides = env or {}
-    env = {**os.environ, "CLIPEVAL_WARM_JOBS": "0", **overrides}
+    env = {**os.environ, **RUN_SETTINGS, **overrides}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     if needs_fresh_interpreter(overrides):
         command = [sys.executable, "-m", "snakemake", *map(str, args)]

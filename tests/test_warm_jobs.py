@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from snakemake_runner import RUN_SETTINGS
 from warm_jobs import THREAD_VARIABLES, WarmJobs
 
 # Its servers import torch and the plotting libraries before the first test: make test-fast leaves it out.
@@ -60,6 +61,16 @@ def test_a_warm_job_writes_the_bytes_and_messages_of_a_new_interpreter(servers, 
     assert new_log_lines(log, before) == ["warm prepare", "cold prepare PYTHONHASHSEED"] * 3
 
 
+def test_the_jobs_of_the_suite_s_snakemake_runs_fork(servers, tmp_path):
+    """snakemake_runner sets RUN_SETTINGS for every run it starts; its jobs still run in the servers."""
+    python, log, _ = servers
+    before = len(log.read_text().splitlines())
+    job = run_job(python, "prepare", "shapes", "--num-images", 2, "--seed", 1, "--out", "out", cwd=tmp_path,
+                  env=job_environment(**RUN_SETTINGS))  # fmt: skip
+    assert job.returncode == 0, job.stderr
+    assert new_log_lines(log, before) == ["warm prepare"]
+
+
 def test_native_numerics_and_other_programs_get_a_new_interpreter(servers, tmp_path):
     python, log, _ = servers
     before = len(log.read_text().splitlines())
@@ -74,6 +85,7 @@ def test_killing_the_job_ends_its_fork(servers, tmp_path):
     python, log, runner = servers
     before = len(log.read_text().splitlines())
     prepare = ["prepare", "shapes", "--num-images", "1000000", "--seed", "1", "--out", tmp_path / "big"]
+    earlier = runner.running_forks()  # an earlier test's fork may not be reaped yet
     job = subprocess.Popen(
         [python, "-m", "clipeval", *prepare],
         env=job_environment(),
@@ -81,14 +93,14 @@ def test_killing_the_job_ends_its_fork(servers, tmp_path):
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
-    while not runner.running_forks():
+    while not runner.running_forks() - earlier:
         assert time.monotonic() < deadline, "no fork ran the job"
         time.sleep(0.05)
     assert job.poll() is None, "the job ended before it could be killed"
     job.send_signal(signal.SIGKILL)
     job.wait()
     deadline = time.monotonic() + 10
-    while runner.running_forks():
+    while runner.running_forks() - earlier:
         assert time.monotonic() < deadline, "the job's fork outlived the job"
         time.sleep(0.05)
     assert new_log_lines(log, before) == ["warm prepare"]

@@ -60,10 +60,11 @@ SERVERS = (("torch", 2), ("torch", 1), ("plain", 1), ("plain", 2))
 MODULES_VARIABLE = "CLIPEVAL_WARM_JOBS_MODULES"
 
 # Variables that may differ between a job and its server: what a job's shell sets, and what the fork adopts
-# (the temporary directory is looked up again in the fork).
+# (the temporary directory is looked up again in the fork). CLIPEVAL_WARM_JOBS, which snakemake_runner sets for
+# every run, is read by the workflow as it plans, never by a job.
 ADOPTED = (
     "PATH", "PYTHONPATH", "PWD", "OLDPWD", "SHLVL", "_", "PYTEST_CURRENT_TEST", "SNAKEMAKE_OUTPUT_CACHE",
-    "TMPDIR", "TEMP", "TMP", "TEMPDIR", MODULES_VARIABLE,
+    "TMPDIR", "TEMP", "TMP", "TEMPDIR", MODULES_VARIABLE, "CLIPEVAL_WARM_JOBS",
 )  # fmt: skip
 
 SHIM = r"""#!{python} -IS
