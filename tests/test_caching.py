@@ -23,7 +23,7 @@ from snakemake_runner import (
     small_experiment,
 )
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(16)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(9)]
 
 EVALUATE_ONE_PAIR = {
     "extract_text_features": 1,

@@ -12,7 +12,7 @@ from snakemake_runner import copy_workflow, planned_jobs, recorded_folders, run_
 from sources import compositionality_entries, write_aro, write_sugarcrepe, write_winoground
 from test_series_workflow import write_checkpoint
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(4)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(1)]
 
 CONFIG = {
     "experiment": "compositional",

@@ -14,7 +14,7 @@ from clipeval.models.pretrained import is_checkpoint_path, weights_folder
 from clipeval.planning.config_errors import config_error
 from clipeval.planning.plan import EVALUATED_TASKS
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(5)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(3)]
 
 EXAMPLES = sorted((REPO / "config/examples").glob("*.yaml"))
 

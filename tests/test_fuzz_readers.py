@@ -43,7 +43,7 @@ from sources import (
 
 from clipeval.cli import main
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(5)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(6)]
 
 EXAMPLES = 300
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,7 +12,7 @@ import yaml
 from snakemake_runner import copy_workflow, planned_jobs, recorded_folders, run_jobs
 from test_series_workflow import write_checkpoint
 
-pytestmark = pytest.mark.minutes(3)
+pytestmark = pytest.mark.minutes(1)
 
 CONFIG = {
     "experiment": "probing",

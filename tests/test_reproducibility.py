@@ -3,8 +3,8 @@
 Each factor is varied explicitly through the commands the workflow runs, so
 none of these tests depends on how busy or how new the machine is. Other
 CPUs are imitated by capping the instruction sets the libraries may use
-(what an older CPU would offer them), and the other vendor's CPU is
-emulated by QEMU (emulated_cpu.py).
+(what an older CPU would offer them); test_other_vendor.py emulates the
+other vendor's CPU.
 """
 
 import json
@@ -16,9 +16,8 @@ from contextlib import contextmanager
 
 import pytest
 from conftest import run_cli
-from emulated_cpu import emulator_prefix, other_vendor_cpu
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(19)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(6)]
 
 # What other x86-64 CPUs would offer the libraries. MKL's dispatch by CPU is
 # imitated with MKL_ENABLE_INSTRUCTIONS; ATen's and oneDNN's by their caps.
@@ -300,18 +299,3 @@ def test_a_wrong_numerics_profile_is_refused(small_data, tmp_path):
         "fast",
     )
     assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr
-
-
-def test_a_cpu_of_the_other_vendor_trains_and_extracts_the_same_bits(tmp_path):
-    """Two AdamW steps and the features of four images and their captions, natively and emulated. Under
-    emulation a command's cost is importing torch, initialising the model and compiling oneDNN's kernels, not
-    the size of its input, so the smallest input that takes every code path is enough."""
-    qemu, model = other_vendor_cpu()
-    cli("prepare", "shapes", "--num-images", 8, "--seed", 3, "--out", tmp_path / "train")
-    cli("prepare", "shapes", "--num-images", 4, "--seed", 4, "--out", tmp_path / "test")
-    # QEMU's user mode loses forked loader workers
-    options = {"batch_size": 4, "extract_options": ("--num-workers", 0)}
-    here = train_and_extract(tmp_path, tmp_path / "native", **options)
-    there = train_and_extract(tmp_path, tmp_path / "emulated", prefix=emulator_prefix(qemu, model), **options)
-    for name in here:
-        assert there[name] == here[name], f"{name} differs on an emulated {model}"

@@ -38,7 +38,7 @@ from sources import (
 )
 from warm_jobs import module_listing_env
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(23)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(8)]
 
 RETRIEVAL = ("shapes-1k", "cn", "flickr", "coco")
 CLASSIFICATION = ("shapes-classes", "cifar", "folder")

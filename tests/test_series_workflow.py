@@ -8,7 +8,7 @@ import pytest
 import yaml
 from snakemake_runner import copy_workflow, planned_jobs, run_jobs
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(6)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(1)]
 
 SERIES_CONFIG = {
     "experiment": "series",

@@ -24,7 +24,7 @@ from snakemake_runner import job_counts, planned_jobs, small_experiment, snakema
 
 pytestmark = [
     pytest.mark.workflow,
-    pytest.mark.minutes(6),
+    pytest.mark.minutes(5),
     pytest.mark.skipif(
         importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
         reason="the cluster set-up is not installed: pip install snakemake-executor-plugin-slurm",

@@ -16,7 +16,7 @@ from snakemake_runner import (
     snakemake,
 )
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(20)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(13)]
 
 
 def recorded_predictions(workdir, pair, direction="t2i", top_k=10, experiment="default"):

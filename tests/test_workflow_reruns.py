@@ -26,7 +26,7 @@ from snakemake_runner import (
     snakemake,
 )
 
-pytestmark = [pytest.mark.workflow, pytest.mark.minutes(6)]
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(1)]
 
 
 @pytest.fixture(scope="module")
