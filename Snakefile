@@ -79,6 +79,7 @@ onsuccess:
 
 onerror:
     stop_warm_jobs()
+    print_failed_jobs(log)
 
 
 rule all:

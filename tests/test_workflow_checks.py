@@ -23,6 +23,7 @@ from snakemake_runner import (
     shared_path,
     snakemake,
 )
+from sources import write_karpathy
 
 pytestmark = [pytest.mark.workflow, pytest.mark.minutes(2)]
 
@@ -304,6 +305,27 @@ def test_top_k_defaults_to_the_largest_k_and_folds_need_no_top_k(tmp_path):
     result = snakemake(workdir, "--dry-run")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "rule knn:" not in result.stdout
+
+
+def test_a_failed_job_s_message_is_repeated_where_the_run_ends(tmp_path):
+    """A job that fails at run time (an image its annotations name is missing) ends the run's output with one
+    line naming its rule, its log and the log's message, after Snakemake's own shutdown lines."""
+    workdir = copy_workflow(tmp_path)
+    write_karpathy(workdir / "sources")
+    flickr = {"format": "karpathy", "task": "retrieval", "annotations": "sources/dataset_flickr30k.json"}
+    edit_config(workdir, lambda c: c["datasets"].update(flickr={**flickr, "images": "sources/flickr30k-images"}))
+    (workdir / "sources/flickr30k-images/7003.png").unlink()
+    meta = shared_path(workdir, "dataset_meta", dataset="flickr")
+    result = snakemake(workdir, "--cores", "2", meta)
+    lines = result.stderr.splitlines()
+    summary = [line for line in lines if line.startswith("failed: ")]
+    assert result.returncode == 1 and summary == [
+        f"failed: prepare_karpathy (logs/prepare/{os.path.basename(os.path.dirname(meta))}.log): clipeval: error:"
+        " sources/dataset_flickr30k.json: image_id 3: image file sources/flickr30k-images/7003.png not found"
+    ], result.stderr[-3000:]
+    assert lines.index(summary[0]) > lines.index(
+        "Exiting because a job execution failed. Look above for error messages"
+    )
 
 
 def test_weights_that_do_not_fit_their_arch_stop_the_run_before_its_first_job(tmp_path, tiny_checkpoint):

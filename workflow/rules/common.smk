@@ -13,8 +13,6 @@ from snakemake.settings.types import DeploymentMethod
 
 PACKAGE_DIR = Path(workflow.basedir) / "workflow" / "clipeval"
 sys.path.insert(0, str(PACKAGE_DIR.parent))
-from clipeval.planning.codegraph import CodeGraph
-from clipeval.planning.config_errors import alias_error, config_error, duplicate_key_error, oversized_error, yte_error
 from clipeval.data.sources import FILE, FOLDER, format_names
 from clipeval.errors import ClipevalError
 from clipeval.experiments import (
@@ -31,8 +29,11 @@ from clipeval.planning import fingerprints
 from clipeval.planning.argument_files import argument_file
 from clipeval.planning.artifacts import ARTIFACTS, RESULTS, names_matching
 from clipeval.planning.checks import check_cores, check_plan
+from clipeval.planning.codegraph import CodeGraph
+from clipeval.planning.config_errors import alias_error, config_error, duplicate_key_error, oversized_error, yte_error
 from clipeval.planning.model_checks import check_in_subprocess, check_models
 from clipeval.planning.content_digests import file_digest, folder_digest
+from clipeval.planning.failed_jobs import failure_lines
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
 from clipeval.planning.series import expand_checkpoint_series
 from clipeval.storage.jsonl import write_json
@@ -191,6 +192,14 @@ def start_warm_jobs():
 def stop_warm_jobs():
     if WARM_JOBS is not None:
         WARM_JOBS.close()
+
+
+def print_failed_jobs(run_logs):
+    """Each failed job's rule, log and message, where the run's output ends (planning/failed_jobs.py).
+    `run_logs`: the run's log files, as Snakemake hands them to onerror."""
+    for run_log in run_logs or ():
+        for line in failure_lines(Path(run_log).read_text(encoding="utf-8", errors="replace")):
+            print(line, file=sys.stderr)
 
 
 def check_models_as_the_run_starts():
