@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 import yaml
-from snakemake_runner import copy_workflow, planned_jobs, recorded_folders, run_jobs
+from snakemake_runner import copy_workflow, planned_jobs, recorded_folders, run_jobs, snakemake
 from test_series_workflow import write_checkpoint
 
 pytestmark = pytest.mark.minutes(1)
@@ -166,3 +166,34 @@ def test_a_probe_fits_on_its_train_split_and_scores_like_scikit_learn(tmp_path):
         "report_tables": 1,
         "all": 1,
     }
+
+
+@pytest.mark.workflow
+def test_a_train_split_too_small_for_its_shots_ends_the_run_in_a_line_naming_its_dataset(tmp_path):
+    """Class counts are known only once the train split is prepared, so the probe's job finds too few images of a
+    class: the run ends with that job's one line, naming the config's key and the dataset it names."""
+    from clipeval.data.sources.shapes import CLASSNAMES, generate_shapes
+
+    workdir = copy_workflow(tmp_path / "workflow")
+    write_class_features(workdir / "given/train.jsonl", 12, 5)
+    write_class_features(workdir / "given/test.jsonl", 12, 6)
+    datasets = {name: dict(CONFIG["datasets"][name], num_images=12) for name in ("shapes-train", "shapes-probe")}
+    config = {
+        "experiment": "probing",
+        "datasets": datasets,
+        "models": {"given": CONFIG["models"]["given"]},
+        "probe": {"shots": [4], "seeds": 1, "regularization": [0.001, 0.1]},
+    }
+    (workdir / "config/config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(workdir, "--cores", "2")
+
+    labels = [label for _, label in generate_shapes(12, 5)[2]]
+    short = next(label for label in range(len(CLASSNAMES)) if labels.count(label) < 5)  # the first class checked
+    summary = [line for line in result.stderr.splitlines() if line.startswith("failed: ")]
+    assert result.returncode == 1 and len(summary) == 1, result.stderr[-3000:]
+    assert summary[0].startswith("failed: score_probe (logs/")
+    assert summary[0].endswith(
+        f"clipeval: error: datasets.shapes-probe.train_split (shapes-train): class {CLASSNAMES[short]!r} has"
+        f" {labels.count(short)} images, fewer than the 5 that 4-shot probing needs (4 to fit on and at least one"
+        " to choose the regularisation)"
+    )
