@@ -1,4 +1,5 @@
-"""The user's documents: every relative link and anchor resolves, and the README stays a short guide."""
+"""The user's documents: every relative link and anchor resolves, the README stays a short guide, and
+docs/ARCHITECTURE.md's stage graph names every rule of the workflow."""
 
 import re
 
@@ -70,3 +71,20 @@ def test_the_readme_is_a_short_guide_without_commit_hashes():
     assert len(readme.splitlines()) <= 200
     for document in DOCUMENTS:
         assert not COMMIT.search(document.read_text(encoding="utf-8")), document
+
+
+RULE = re.compile(r"^(?:rule|checkpoint) (\w+):", re.M)
+
+
+def stage_graph_names(text):
+    """The words of the first code block under "## The stage graph"."""
+    section = text.split("## The stage graph", 1)[1]
+    return set(re.findall(r"\w+", FENCE.search(section).group(0)))
+
+
+def test_the_stage_graph_names_every_rule():
+    rules = {name for path in (REPO / "workflow/rules").glob("*.smk") for name in RULE.findall(path.read_text())}
+    # prepare.smk defines one checkpoint per source format in a loop, each named prepare_FORMAT
+    assert 'f"prepare_{prepared_format.name}"' in (REPO / "workflow/rules/prepare.smk").read_text()
+    rules.add("prepare")
+    assert len(rules) > 20 and rules - stage_graph_names((REPO / "docs/ARCHITECTURE.md").read_text()) == set()
