@@ -88,3 +88,12 @@ def test_the_stage_graph_names_every_rule():
     assert 'f"prepare_{prepared_format.name}"' in (REPO / "workflow/rules/prepare.smk").read_text()
     rules.add("prepare")
     assert len(rules) > 20 and rules - stage_graph_names((REPO / "docs/ARCHITECTURE.md").read_text()) == set()
+
+
+def test_the_changelog_has_one_line_entries_under_unreleased_and_versions():
+    lines = (REPO / "CHANGELOG.md").read_text(encoding="utf-8").splitlines()
+    releases = [line for line in lines if line.startswith("## ")]
+    assert releases[0] == "## Unreleased" and len(releases) > 1
+    assert all(re.fullmatch(r"## \d+\.\d+\.\d+ — \d{4}-\d\d-\d\d", release) for release in releases[1:])
+    entries = lines[lines.index(releases[0]) :]
+    assert [line for line in entries if line and not line.startswith(("#", "- "))] == []
