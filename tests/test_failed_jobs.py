@@ -59,3 +59,9 @@ def test_the_last_line_is_read_from_the_end_of_a_long_log(tmp_path):
     log.write_bytes(b"x" * 100_000 + b"\nlast words\n")
     assert last_line(log) == "last words"
     assert last_line(tmp_path / "missing.log") is None
+
+
+def test_a_control_character_in_the_last_line_is_shown_escaped(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_bytes(b"clipeval: error: key a\x1b[2Jb\x07\n")
+    assert last_line(log) == "clipeval: error: key a\\x1b[2Jb\\x07"

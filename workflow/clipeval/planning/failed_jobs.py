@@ -12,6 +12,8 @@ FAILED_RULE = re.compile(r"^Error in rule (\w+):$")
 JOB_LOGS = re.compile(r"^ {4}log: (.+) \(check log file\(s\) for error details\)$")
 # A log's last line is in its end: a job that failed wrote little after its message.
 TAIL_BYTES = 8192
+# What a log line may hold that a terminal would act on (escape sequences, a bell): shown escaped.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def failed_jobs(run_log: str) -> list[tuple[str, list[str]]]:
@@ -30,8 +32,8 @@ def failed_jobs(run_log: str) -> list[tuple[str, list[str]]]:
 
 
 def last_line(path: Path) -> str | None:
-    """The last line of the file with any text, progress bars' carriage returns read as line ends; None for a
-    missing or empty file."""
+    """The last line of the file with any text, progress bars' carriage returns read as line ends and control
+    characters escaped; None for a missing or empty file."""
     try:
         with open(path, "rb") as file:
             file.seek(0, 2)
@@ -40,7 +42,7 @@ def last_line(path: Path) -> str | None:
     except OSError:
         return None
     lines = [line.strip() for line in re.split(r"[\r\n]", tail) if line.strip()]
-    return lines[-1] if lines else None
+    return CONTROL.sub(lambda match: f"\\x{ord(match.group(0)):02x}", lines[-1]) if lines else None
 
 
 def failure_lines(run_log: str, directory: Path = Path(".")) -> list[str]:
