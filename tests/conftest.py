@@ -200,8 +200,9 @@ class SharedSmallExperiment:
 @pytest.fixture(scope="session")
 def small_experiment_run(tmp_path_factory):
     """snakemake_runner.SMALL_CONFIG run once for the session (all workers), with Snakemake's between-workflow
-    cache on and the workflow's own warm jobs (clipeval/warm_jobs/): tests/test_caching.py re-runs copies of it,
-    tests/test_slurm.py compares a cluster run, whose jobs each start an interpreter, with it."""
+    cache on and the workflow's own warm jobs (clipeval/warm_jobs/), from a shell whose activated venv exports
+    PS1: tests/test_caching.py re-runs copies of it, tests/test_slurm.py compares a cluster run, whose jobs each
+    start an interpreter, with it."""
     from once_per_session import build_once, result_digests, shared_directory
     from snakemake_runner import run_jobs, small_experiment
 
@@ -209,7 +210,11 @@ def small_experiment_run(tmp_path_factory):
         cache = directory / "output-cache"
         cache.mkdir(parents=True)
         workdir = small_experiment(directory / "experiment")
-        ran = run_jobs(workdir, "--cache", env={"SNAKEMAKE_OUTPUT_CACHE": str(cache), "CLIPEVAL_WARM_JOBS": "1"})
+        ran = run_jobs(
+            workdir,
+            "--cache",
+            env={"SNAKEMAKE_OUTPUT_CACHE": str(cache), "CLIPEVAL_WARM_JOBS": "1", "PS1": "(.venv) $ "},
+        )
         (directory / "run.json").write_text(json.dumps({"ran": ran, "digests": result_digests(workdir)}))
 
     directory = build_once(shared_directory(tmp_path_factory), "small-experiment", run)

@@ -53,6 +53,8 @@ def test_jobs_a_fork_cannot_run_as_a_new_interpreter_would_start_one():
 
 def test_only_variables_read_at_run_time_may_differ_from_the_servers_first_job():
     assert differing_variables({**JOB, "PATH": "/usr/bin", "TMPDIR": "/scratch"}, JOB) == []
+    # An activated venv exports PS1, and the non-interactive bash of a shell job unsets it.
+    assert differing_variables(JOB, {**JOB, "PS1": "(.venv) $ "}) == []
     assert differing_variables({**JOB, "CUDA_VISIBLE_DEVICES": "1"}, JOB) == ["CUDA_VISIBLE_DEVICES"]
     assert differing_variables({k: v for k, v in JOB.items() if k != "HOME"}, JOB) == ["HOME"]
 

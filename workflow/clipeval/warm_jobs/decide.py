@@ -7,9 +7,10 @@ from clipeval.cli import command_module, command_names
 from clipeval.numerics import PORTABLE_ENVIRONMENT, PROFILES, WAIT_POLICY
 
 # Variables that may differ between a job and the server that forks it: the fork adopts them, and nothing reads
-# them when a library loads (tempfile looks its folder up again in the fork).
+# them when a library loads (tempfile looks its folder up again in the fork). PS1 and PS2: a non-interactive bash,
+# which runs each shell job, unsets the prompts an activated virtual environment exports.
 ADOPTED = frozenset(
-    ("PATH", "PWD", "OLDPWD", "SHLVL", "_", "TMPDIR", "TEMP", "TMP", "TEMPDIR", "SNAKEMAKE_OUTPUT_CACHE")
+    ("PATH", "PWD", "OLDPWD", "SHLVL", "_", "PS1", "PS2", "TMPDIR", "TEMP", "TMP", "TEMPDIR", "SNAKEMAKE_OUTPUT_CACHE")
 )
 # What each kind of server imports before it forks, where installed.
 PRELOAD = {
