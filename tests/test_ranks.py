@@ -417,6 +417,30 @@ def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, t
         assert np.array_equal(ranks, expected), seed
 
 
+@pytest.mark.parametrize("threads", ["1", "3", "64"])
+@pytest.mark.parametrize("tiles", ["one tile", "tiles of 37 columns and 5 rows"])
+def test_every_positive_of_queries_with_several_gets_its_exact_rank_whatever_the_threads(monkeypatch, threads, tiles):
+    """Queries owning three to five near-tied positives each (image to text): each pair's rank is its rank in
+    the query's exactly sorted row, counting the query's other positives, in any threads and tiles."""
+    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    if tiles != "one tile":
+        monkeypatch.setattr(ranks_module, "TILE_COLUMNS", 37)
+        monkeypatch.setattr(ranks_module, "BUDGET_BYTES", 37 * 5 * 4)
+    rng = np.random.default_rng(3)
+    base = unit_rows(rng, 1, 48)[0]
+    gallery = np.concatenate(
+        [near_duplicates(rng, base, 120), np.repeat(base[None], 4, axis=0), unit_rows(rng, 80, 48)]
+    )
+    gallery_ids = rng.permutation(10 * len(gallery))[: len(gallery)].astype(np.int64)
+    queries = np.concatenate([base[None], near_duplicates(rng, base, 5), unit_rows(rng, 3, 48)])
+    counts = rng.integers(3, 6, len(queries))
+    owner = np.repeat(np.arange(len(queries)), counts)
+    positive_rows = np.concatenate([rng.choice(124, count, replace=False) for count in counts])
+    ranks = ranks_module.every_positive_rank(queries, gallery, gallery_ids, owner, gallery_ids[positive_rows])
+    expected = sort_reference_ranks(queries[owner], gallery, gallery_ids, [[i] for i in gallery_ids[positive_rows]])
+    assert ranks.tolist() == expected.tolist()
+
+
 def test_a_tie_alone_in_another_tile_than_the_positive_is_scored_exactly(monkeypatch):
     """A tile whose band holds one item is skipped only when that item is the positive itself."""
     monkeypatch.setattr(ranks_module, "TILE_COLUMNS", 37)

@@ -70,9 +70,15 @@ SPEED_KNOBS = {
     "knn": ("device",),
 }
 
-# Threads a training, extraction or knn job computes with (under the portable
+# Threads a training or extraction job computes with (under the portable
 # numerics profile, always this many), so the scheduler reserves what it uses.
 COMPUTE_THREADS = PORTABLE_THREADS
+
+
+def every_local_core(wildcards):
+    """The threads of a numpy or FAISS job whose bytes do not depend on them (knn, score-retrieval): every
+    core of a local run, so that on a many-core GPU node it is not held to two; a cluster's job, two."""
+    return local_cores() or COMPUTE_THREADS
 
 
 def speed_knobs(section):

@@ -13,7 +13,7 @@ rule knn:
         top_k=r"\d+",
     conda:
         ENV_FILE
-    threads: COMPUTE_THREADS
+    threads: every_local_core
     resources:
         **speed_knobs("knn"),
     params:

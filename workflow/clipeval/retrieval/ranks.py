@@ -11,6 +11,7 @@ score; the band is scored exactly (exact_pair_scores), like the top-k lists.
 import numpy as np
 
 from clipeval.ranking_rule import exact_pair_scores, score_tolerance
+from clipeval.threads import in_threads, row_parts
 
 # The float32 scores of one tile of queries × gallery items. Tiles are at most
 # TILE_COLUMNS wide so that a large gallery still gets hundreds of query rows
@@ -19,15 +20,15 @@ BUDGET_BYTES = 64 << 20
 TILE_COLUMNS = 32768
 
 
-def best_positives(queries, gallery, gallery_ids, owner, positive_rows):
-    """Per query row: (score, gallery row) of its best positive under the ranking rule."""
-    scores = exact_pair_scores(queries, gallery, owner, positive_rows)
+def best_positives(queries, gallery, gallery_ids, query_rows, owner, positive_rows):
+    """Per query (queries[query_rows[r]]): (score, gallery row) of its best positive under the ranking rule."""
+    scores = exact_pair_scores(queries, gallery, query_rows[owner], positive_rows)
     order = np.lexsort((gallery_ids[positive_rows], -scores, owner))
     first = np.ones(len(order), dtype=bool)
     first[1:] = owner[order][1:] != owner[order][:-1]
     chosen = order[first]
-    best_score = np.full(len(queries), -np.inf)
-    best_row = np.zeros(len(queries), dtype=np.int64)
+    best_score = np.full(len(query_rows), -np.inf)
+    best_row = np.zeros(len(query_rows), dtype=np.int64)
     best_score[owner[chosen]] = scores[chosen]
     best_row[owner[chosen]] = positive_rows[chosen]
     return best_score, best_row
@@ -44,10 +45,11 @@ def _count_true(flags: np.ndarray) -> np.ndarray:
 
 
 class _Best:
-    """Each query's best positive: exact score, gallery row and id, and the float32 band around the score."""
+    """Each query's best positive: exact score, gallery row and id, and the float32 band around the score; and
+    the query's row of the query features."""
 
-    def __init__(self, score, row, gallery_ids, margin):
-        self.score, self.row, self.id = score, row, gallery_ids[row]
+    def __init__(self, score, row, gallery_ids, margin, query_row):
+        self.score, self.row, self.id, self.query_row = score, row, gallery_ids[row], query_row
         self.above = _float32_bound(score + margin, np.inf)
         self.below = _float32_bound(score - margin, -np.inf)
 
@@ -55,9 +57,8 @@ class _Best:
 def _ahead_in_tile(queries, gallery, gallery_ids, best: _Best, rows: slice, columns: slice, scores, flags):
     """Per query in `rows`: how many gallery items in `columns` the ranking rule puts before its best positive.
 
-    `scores` and `flags` are scratch buffers of the tile's shape.
+    `scores` holds the float32 scores of the tile (rows × columns); `flags` is a scratch buffer of its shape.
     """
-    np.matmul(queries[rows], gallery[columns].T, out=scores)
     above, below = best.above[rows, None], best.below[rows, None]
     # Two float32 passes count the items clearly ahead and those not clearly behind; the difference is the
     # band, which is scored exactly.
@@ -76,48 +77,70 @@ def _ahead_in_tile(queries, gallery, gallery_ids, best: _Best, rows: slice, colu
         return clearly_ahead
     band_rows, band_columns = np.nonzero(flags[band_local] & (scores[band_local] <= above[band_local]))
     band_rows = band_local[band_rows]
-    query_rows, gallery_rows = band_rows + rows.start, band_columns + columns.start
+    query_rows, gallery_rows = best.query_row[band_rows + rows.start], band_columns + columns.start
     # In bounded steps: with many tied items the band holds most of the tile.
     exact = exact_pair_scores(queries, gallery, query_rows, gallery_rows)
-    ahead = (exact > best.score[query_rows]) | (
-        (exact == best.score[query_rows]) & (gallery_ids[gallery_rows] < best.id[query_rows])
+    pair_rows = band_rows + rows.start
+    ahead = (exact > best.score[pair_rows]) | (
+        (exact == best.score[pair_rows]) & (gallery_ids[gallery_rows] < best.id[pair_rows])
     )
     return clearly_ahead + np.bincount(band_rows[ahead], minlength=len(scores))
 
 
-def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids) -> np.ndarray:
+def _tile_scores(queries, gallery, query_rows, rows: slice, columns: slice, scores, products) -> None:
+    """The float32 scores of queries[query_rows[rows]] against gallery[columns], into `scores`: each distinct
+    query's product is computed once (a query with five positives is five rows of the ranks' tile)."""
+    distinct, inverse = np.unique(query_rows[rows], return_inverse=True)
+    if len(distinct) == len(scores):
+        np.matmul(queries[distinct], gallery[columns].T, out=scores)
+        return
+    once = products[: len(distinct) * scores.shape[1]].reshape(len(distinct), scores.shape[1])
+    np.matmul(queries[distinct], gallery[columns].T, out=once)
+    np.take(once, inverse, axis=0, out=scores)
+
+
+def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids, query_rows=None) -> np.ndarray:
     """1-based rank of each query's best positive, in memory bounded by one tile of float32 scores.
 
-    queries[r] owns the positives positive_ids[owner == r]; every query must
-    own at least one, and every positive must be in gallery_ids.
+    Query r is queries[query_rows[r]] (queries[r] without query_rows) and owns the positives
+    positive_ids[owner == r]; every query must own at least one, and every positive must be in gallery_ids.
+    The float32 products run in BLAS's threads, the band in the job's (threads.py): the ranks are the
+    ranking rule's whatever the threads.
     """
+    query_rows = np.arange(len(queries)) if query_rows is None else np.asarray(query_rows)
     order = np.argsort(gallery_ids, kind="stable")
     positive_rows = order[np.searchsorted(gallery_ids[order], positive_ids)]
     # The float32 product may sit off the exact score by the tolerance; twice
     # it leaves room for the float64 score's own, far smaller, rounding.
     margin = 2.0 * score_tolerance(queries, gallery)
-    best = _Best(*best_positives(queries, gallery, gallery_ids, owner, positive_rows), gallery_ids, margin)
-    ranks = np.ones(len(queries), dtype=np.int64)
+    best = _Best(
+        *best_positives(queries, gallery, gallery_ids, query_rows, owner, positive_rows),
+        gallery_ids,
+        margin,
+        query_rows,
+    )
+    ranks = np.ones(len(query_rows), dtype=np.int64)
     tile_columns = max(1, min(len(gallery), TILE_COLUMNS))
-    tile_rows = max(1, min(len(queries), BUDGET_BYTES // (4 * tile_columns)))
+    tile_rows = max(1, min(len(query_rows), BUDGET_BYTES // (4 * tile_columns)))
     score_buffer = np.empty(tile_rows * tile_columns, dtype=np.float32)
+    product_buffer = np.empty(tile_rows * tile_columns, dtype=np.float32)
     flag_buffer = np.empty(tile_rows * tile_columns, dtype=bool)
-    for row_start in range(0, len(queries), tile_rows):
-        rows = slice(row_start, min(row_start + tile_rows, len(queries)))
+    for row_start in range(0, len(query_rows), tile_rows):
+        rows = slice(row_start, min(row_start + tile_rows, len(query_rows)))
         for column_start in range(0, len(gallery), tile_columns):
             columns = slice(column_start, min(column_start + tile_columns, len(gallery)))
             shape = (rows.stop - rows.start, columns.stop - columns.start)
-            size = shape[0] * shape[1]
-            ranks[rows] += _ahead_in_tile(
-                queries,
-                gallery,
-                gallery_ids,
-                best,
-                rows,
-                columns,
-                score_buffer[:size].reshape(shape),
-                flag_buffer[:size].reshape(shape),
-            )
+            scores = score_buffer[: shape[0] * shape[1]].reshape(shape)
+            flags = flag_buffer[: shape[0] * shape[1]].reshape(shape)
+            _tile_scores(queries, gallery, query_rows, rows, columns, scores, product_buffer)
+
+            def ahead(start, stop, rows=rows, columns=columns, scores=scores, flags=flags):
+                part = slice(rows.start + start, rows.start + stop)
+                return _ahead_in_tile(
+                    queries, gallery, gallery_ids, best, part, columns, scores[start:stop], flags[start:stop]
+                )
+
+            ranks[rows] += np.concatenate(in_threads(ahead, row_parts(shape[0])))
     return ranks
 
 
@@ -130,4 +153,4 @@ def every_positive_rank(queries, gallery, gallery_ids, owner, positive_ids) -> n
     if len(owner) == len(queries):  # one positive each: a query's rank is its pair's
         return first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids)[owner]
     pairs = np.arange(len(owner))
-    return first_positive_ranks(queries[owner], gallery, gallery_ids, pairs, positive_ids)
+    return first_positive_ranks(queries, gallery, gallery_ids, pairs, positive_ids, query_rows=owner)
