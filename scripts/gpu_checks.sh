@@ -7,7 +7,7 @@
 #   scripts/gpu_checks.sh all                 the stored-pixel GPU tests, then peer at 1,000 images, no sweep
 # IMAGES (default 2048; 5000 for peer, 1000 under all) and ROUNDS (default 2) size the benchmarks; SWEEP adds the
 # sweep (extraction's table: models, default 0; peer's row: checkpoints, default 10, 0 under all, of which
-# PEER_SWEEP_RUNS CLIP_benchmark runs are timed, default 2).
+# PEER_SWEEP_RUNS CLIP_benchmark runs are timed, default 2). STAGE_COSTS=0 leaves out peer's stage_costs.py.
 # Size a call by what a lent H200 (under gVisor) took here: the three stored-pixel tests 125 s (each clipeval
 # command about 15 s on 40 images), and `peer` at 5,000 images with a 10-checkpoint sweep did not
 # finish in 540 s. A call has 15 minutes of device time in all, the machine's start included.
@@ -50,7 +50,10 @@ run_peer() {
     --workers $(($(nproc) - 1)) --batch-size 256 --cores all --sweep "${SWEEP:-10}" \
     --peer-sweep-runs "${PEER_SWEEP_RUNS:-2}" --peer-wheels ../.whl --keep "$kept" \
     2>&1 | without_warnings "$out/peer.md")
-  (cd benchmarks && python3 stage_costs.py "$kept" 2>&1 | without_warnings "$out/stage_costs.md")
+  cp "$kept/clipeval/logs/warm_jobs.log" "$out/warm_jobs.log"
+  if [ "${STAGE_COSTS:-1}" != 0 ]; then
+    (cd benchmarks && python3 stage_costs.py "$kept" 2>&1 | without_warnings "$out/stage_costs.md")
+  fi
 }
 case "${1:-}" in
 tests)
