@@ -9,8 +9,10 @@
 # sweep (extraction's table: models, default 0; peer's row: checkpoints, default 10, 0 under all, of which
 # PEER_SWEEP_RUNS CLIP_benchmark runs are timed, default 2). STAGE_COSTS=0 leaves out peer's stage_costs.py.
 # Size a call by what a lent H200 (under gVisor) took here: the three stored-pixel tests 125 s (each clipeval
-# command about 15 s on 40 images), and `peer` at 5,000 images with a 10-checkpoint sweep did not
-# finish in 540 s. A call has 15 minutes of device time in all, the machine's start included.
+# command about 15 s on 40 images); `peer` at 5,000 images without the sweep, stage costs included, 300 s (its
+# machine started in 40 s); with a 10-checkpoint sweep and no stage costs it did not finish in 455 s (the
+# sweep's score jobs ran one at a time). A call has 15 minutes of device time in all, the machine's start
+# included.
 # On the device machine, with the wheels of scripts/gpu_wheels.sh carried in .whl:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
 #     .whl/*.whl && export PYTHONPATH=/tmp/site && scripts/gpu_checks.sh all

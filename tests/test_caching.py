@@ -567,9 +567,9 @@ def test_the_small_experiment_ran_its_jobs_in_the_workflows_warm_servers(baselin
         "warm plain-1 report-tables",
         *["warm plain-1 retrieval-failures"] * 2,
         "warm plain-1 summarize",
+        *["warm plain-2 make-topk-predictions"] * 4,  # a quarter of the cores, at least two
         *["warm plain-2 prepare"] * 3,  # the threads --cores 4 leaves beside the extraction jobs' two
-        *["warm plain-4 make-topk-predictions"] * 4,  # every core of the run: their bytes do not depend on it
-        *["warm plain-4 score-retrieval"] * 2,
+        *["warm plain-2 score-retrieval"] * 2,
         "warm torch-portable-2 check-models",
         *["warm torch-portable-2 decode-pixels"] * 2,
         "warm torch-portable-2 describe-model",

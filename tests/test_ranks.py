@@ -394,9 +394,12 @@ print(bool((ranks == expected).all()))
 
 
 @pytest.mark.parametrize("tiles", ["one tile", "tiles of 37 columns and 5 rows"])
-def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, tiles):
+@pytest.mark.parametrize("wide_band", [0, 10**9], ids=["float64 products", "pairs scored exactly"])
+def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, tiles, wide_band):
     """Hundreds of gallery items score within float32's resolution of the positives: only the exactly
-    scored band ranks them right, in one tile and across row and column tiles."""
+    scored band ranks them right, in one tile and across row and column tiles, whether the band is first
+    narrowed by float64 products or scored pair by pair."""
+    monkeypatch.setattr(ranks_module, "WIDE_BAND", wide_band)
     if tiles != "one tile":
         monkeypatch.setattr(ranks_module, "TILE_COLUMNS", 37)
         monkeypatch.setattr(ranks_module, "BUDGET_BYTES", 37 * 5 * 4)
@@ -419,10 +422,15 @@ def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, t
 
 @pytest.mark.parametrize("threads", ["1", "3", "64"])
 @pytest.mark.parametrize("tiles", ["one tile", "tiles of 37 columns and 5 rows"])
-def test_every_positive_of_queries_with_several_gets_its_exact_rank_whatever_the_threads(monkeypatch, threads, tiles):
+@pytest.mark.parametrize("wide_band", [0, 10**9], ids=["float64 products", "pairs scored exactly"])
+def test_every_positive_of_queries_with_several_gets_its_exact_rank_whatever_the_threads(
+    monkeypatch, threads, tiles, wide_band
+):
     """Queries owning three to five near-tied positives each (image to text): each pair's rank is its rank in
-    the query's exactly sorted row, counting the query's other positives, in any threads and tiles."""
+    the query's exactly sorted row, counting the query's other positives, in any threads and tiles, whether
+    the bands are narrowed by float64 products or scored pair by pair."""
     monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    monkeypatch.setattr(ranks_module, "WIDE_BAND", wide_band)
     if tiles != "one tile":
         monkeypatch.setattr(ranks_module, "TILE_COLUMNS", 37)
         monkeypatch.setattr(ranks_module, "BUDGET_BYTES", 37 * 5 * 4)

@@ -24,10 +24,11 @@ def _largest_squared_norm(matrix: np.ndarray) -> float:
     return float(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64).max(initial=0.0))
 
 
-def score_tolerance(queries: np.ndarray, gallery: np.ndarray) -> float:
-    """A bound on the error of a float32 dot product relative to the exact one."""
+def score_tolerance(queries: np.ndarray, gallery: np.ndarray, precision=np.float32) -> float:
+    """A bound on the error of a dot product computed in `precision` (any order of its sums) relative to the
+    exact one."""
     largest = float(np.sqrt(_largest_squared_norm(queries) * _largest_squared_norm(gallery)))
-    return 2.0 * queries.shape[1] * np.finfo(np.float32).eps * largest
+    return 2.0 * queries.shape[1] * np.finfo(precision).eps * largest
 
 
 def exact_pair_scores(

@@ -75,10 +75,11 @@ SPEED_KNOBS = {
 COMPUTE_THREADS = PORTABLE_THREADS
 
 
-def every_local_core(wildcards):
-    """The threads of a numpy or FAISS job whose bytes do not depend on them (knn, score-retrieval): every
-    core of a local run, so that on a many-core GPU node it is not held to two; a cluster's job, two."""
-    return local_cores() or COMPUTE_THREADS
+def array_job_threads(wildcards):
+    """The threads of a numpy or FAISS job whose bytes do not depend on them (knn, score-retrieval): a quarter
+    of a local run's cores, at least two, and two on a cluster. On a 16-core GPU node a sweep's score jobs,
+    each given every core, ran one at a time, slower than side by side."""
+    return max(COMPUTE_THREADS, (local_cores() or 0) // 4)
 
 
 def speed_knobs(section):

@@ -13,7 +13,7 @@ rule knn:
         top_k=r"\d+",
     conda:
         ENV_FILE
-    threads: every_local_core
+    threads: array_job_threads
     resources:
         **speed_knobs("knn"),
     params:

@@ -13,7 +13,7 @@ rule score_retrieval:
         f"logs/score/{PLAN.experiment_name()}/{{model}}/{{dataset}}.log",
     conda:
         ENV_FILE
-    threads: every_local_core
+    threads: array_job_threads
     params:
         predictions=predictions_option,
         protocol=lambda wildcards: PLAN.retrieval_protocol(wildcards.dataset),

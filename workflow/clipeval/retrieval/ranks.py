@@ -6,6 +6,9 @@ lists, so they are right beyond K: the rank of an item is
 of its best-ranked positive. float32 matrix products sort the gallery into
 items clearly ahead, clearly behind, and a narrow band around the positive's
 score; the band is scored exactly (exact_pair_scores), like the top-k lists.
+Where a model's scores all sit close together (random weights, an early
+epoch) a band holds much of the gallery: those queries are scored again by a
+float64 matrix product, whose band is a billion times narrower.
 """
 
 import numpy as np
@@ -18,6 +21,9 @@ from clipeval.threads import in_threads, row_parts
 # a tile: BLAS runs a product of a few dozen rows at under half its speed.
 BUDGET_BYTES = 64 << 20
 TILE_COLUMNS = 32768
+# A query whose float32 band holds more items than this is scored again in float64 (BLAS, in the job's threads)
+# rather than item by item: pair by pair, the exact scores cost about a hundred times a product's share.
+WIDE_BAND = 64
 
 
 def best_positives(queries, gallery, gallery_ids, query_rows, owner, positive_rows):
@@ -45,46 +51,88 @@ def _count_true(flags: np.ndarray) -> np.ndarray:
 
 
 class _Best:
-    """Each query's best positive: exact score, gallery row and id, and the float32 band around the score; and
-    the query's row of the query features."""
+    """Each query's best positive: exact score, gallery row and id, the float32 band around the score and the
+    margin of a float64 product; and the query's row of the query features."""
 
-    def __init__(self, score, row, gallery_ids, margin, query_row):
+    def __init__(self, score, row, gallery_ids, margins, query_row):
         self.score, self.row, self.id, self.query_row = score, row, gallery_ids[row], query_row
+        margin, self.margin64 = margins
         self.above = _float32_bound(score + margin, np.inf)
         self.below = _float32_bound(score - margin, -np.inf)
 
 
 def _ahead_in_tile(queries, gallery, gallery_ids, best: _Best, rows: slice, columns: slice, scores, flags):
-    """Per query in `rows`: how many gallery items in `columns` the ranking rule puts before its best positive.
+    """Per query in `rows`: how many gallery items in `columns` the ranking rule puts before its best positive,
+    and the queries (rows of the tile) whose band is wide: their counts are left for _ahead_in_float64.
 
     `scores` holds the float32 scores of the tile (rows × columns); `flags` is a scratch buffer of its shape.
     """
-    above, below = best.above[rows, None], best.below[rows, None]
-    # Two float32 passes count the items clearly ahead and those not clearly behind; the difference is the
-    # band, which is scored exactly.
+    pair_rows = np.arange(rows.start, rows.stop)
+    bounds = (best.above[rows, None], best.below[rows, None])
+    return _ahead_of_best(queries, gallery, gallery_ids, best, pair_rows, columns, scores, bounds, flags, WIDE_BAND)
+
+
+def _ahead_of_best(queries, gallery, gallery_ids, best: _Best, pair_rows, columns: slice, scores, bounds, flags, wide):
+    """(Per query of pair_rows: how many gallery items in `columns` the ranking rule puts before its best
+    positive; the rows of `scores` whose band holds more than `wide` items, left uncounted.) `scores` are the
+    queries' approximate scores against the columns, off the exact ones by less than the margin of `bounds`
+    (above, below: each query's best positive's exact score plus and minus it); `flags` a buffer of their shape.
+    """
+    above, below = bounds
+    # Two passes count the items clearly ahead and those not clearly behind; the difference is the band, which
+    # is scored exactly.
     np.greater(scores, above, out=flags)
     clearly_ahead = _count_true(flags)
     np.greater_equal(scores, below, out=flags)
     band_sizes = _count_true(flags) - clearly_ahead
     # A band of one that is the best positive itself puts nothing ahead of it: most queries, most tiles.
     local = np.arange(len(scores))
-    own_column = best.row[rows] - columns.start
+    own_column = best.row[pair_rows] - columns.start
     own_here = (own_column >= 0) & (own_column < scores.shape[1])
     own = scores[local, np.where(own_here, own_column, 0)]
     alone = own_here & (band_sizes == 1) & (own >= below[:, 0]) & (own <= above[:, 0])
-    band_local = local[(band_sizes > 0) & ~alone]
-    if not len(band_local):
-        return clearly_ahead
-    band_rows, band_columns = np.nonzero(flags[band_local] & (scores[band_local] <= above[band_local]))
-    band_rows = band_local[band_rows]
-    query_rows, gallery_rows = best.query_row[band_rows + rows.start], band_columns + columns.start
+    banded = (band_sizes > 0) & ~alone
+    too_wide = banded & (band_sizes > wide)
+    band_local = local[banded & ~too_wide]
+    if len(band_local):
+        band_rows, band_columns = np.nonzero(flags[band_local] & (scores[band_local] <= above[band_local]))
+        band_rows = band_local[band_rows]
+        ahead = _exactly_ahead(queries, gallery, gallery_ids, best, pair_rows[band_rows], band_columns + columns.start)
+        clearly_ahead += np.bincount(band_rows[ahead], minlength=len(scores))
+    return clearly_ahead, local[too_wide]
+
+
+def _exactly_ahead(queries, gallery, gallery_ids, best: _Best, pair_rows, gallery_rows) -> np.ndarray:
+    """Whether the ranking rule puts gallery_rows[i] before the best positive of query pair_rows[i], from the
+    exact scores."""
     # In bounded steps: with many tied items the band holds most of the tile.
-    exact = exact_pair_scores(queries, gallery, query_rows, gallery_rows)
-    pair_rows = band_rows + rows.start
-    ahead = (exact > best.score[pair_rows]) | (
+    exact = exact_pair_scores(queries, gallery, best.query_row[pair_rows], gallery_rows)
+    return (exact > best.score[pair_rows]) | (
         (exact == best.score[pair_rows]) & (gallery_ids[gallery_rows] < best.id[pair_rows])
     )
-    return clearly_ahead + np.bincount(band_rows[ahead], minlength=len(scores))
+
+
+def _ahead_in_float64(queries, gallery, gallery_ids, best: _Best, pair_rows, columns: slice) -> np.ndarray:
+    """Per query of pair_rows: how many gallery items in `columns` the ranking rule puts before its best
+    positive, from float64 products (summed in any order, within best.margin64 of the exact score) and the exact
+    scores of the items inside that margin: ties and near-ties."""
+    gallery64 = gallery[columns].astype(np.float64)
+    counts = np.empty(len(pair_rows), dtype=np.int64)
+    step = max(1, BUDGET_BYTES // (8 * len(gallery64)))
+    flag_buffer = np.empty(min(step, len(pair_rows)) * len(gallery64), dtype=bool)
+    for start in range(0, len(pair_rows), step):
+        part = pair_rows[start : start + step]
+        distinct, inverse = np.unique(best.query_row[part], return_inverse=True)
+        products = queries[distinct].astype(np.float64) @ gallery64.T
+        if len(distinct) < len(part):
+            products = products[inverse]
+        bounds = ((best.score[part] + best.margin64)[:, None], (best.score[part] - best.margin64)[:, None])
+        flags = flag_buffer[: products.size].reshape(products.shape)
+        part_counts, _ = _ahead_of_best(
+            queries, gallery, gallery_ids, best, part, columns, products, bounds, flags, len(gallery64)
+        )
+        counts[start : start + len(part)] = part_counts
+    return counts
 
 
 def _tile_scores(queries, gallery, query_rows, rows: slice, columns: slice, scores, products) -> None:
@@ -104,19 +152,19 @@ def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids, que
 
     Query r is queries[query_rows[r]] (queries[r] without query_rows) and owns the positives
     positive_ids[owner == r]; every query must own at least one, and every positive must be in gallery_ids.
-    The float32 products run in BLAS's threads, the band in the job's (threads.py): the ranks are the
+    The matrix products run in BLAS's threads, the float32 bands in the job's (threads.py): the ranks are the
     ranking rule's whatever the threads.
     """
     query_rows = np.arange(len(queries)) if query_rows is None else np.asarray(query_rows)
     order = np.argsort(gallery_ids, kind="stable")
     positive_rows = order[np.searchsorted(gallery_ids[order], positive_ids)]
-    # The float32 product may sit off the exact score by the tolerance; twice
-    # it leaves room for the float64 score's own, far smaller, rounding.
-    margin = 2.0 * score_tolerance(queries, gallery)
+    # A float32 (float64) product may sit off the exact score by its tolerance; twice it leaves room for the
+    # exact score's own rounding.
+    margins = tuple(2.0 * score_tolerance(queries, gallery, precision) for precision in (np.float32, np.float64))
     best = _Best(
         *best_positives(queries, gallery, gallery_ids, query_rows, owner, positive_rows),
         gallery_ids,
-        margin,
+        margins,
         query_rows,
     )
     ranks = np.ones(len(query_rows), dtype=np.int64)
@@ -140,7 +188,13 @@ def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids, que
                     queries, gallery, gallery_ids, best, part, columns, scores[start:stop], flags[start:stop]
                 )
 
-            ranks[rows] += np.concatenate(in_threads(ahead, row_parts(shape[0])))
+            bounds = row_parts(shape[0])
+            parts = in_threads(ahead, bounds)
+            counts = np.concatenate([part_counts for part_counts, _ in parts])
+            wide = np.concatenate([part_wide + start for (_, part_wide), (start, _) in zip(parts, bounds)])
+            if len(wide):  # after the threads: the float64 products run in BLAS's
+                counts[wide] = _ahead_in_float64(queries, gallery, gallery_ids, best, wide + rows.start, columns)
+            ranks[rows] += counts
     return ranks
 
 
