@@ -426,9 +426,9 @@ def test_near_ties_below_float32_resolution_get_their_exact_ranks(monkeypatch, t
 def test_every_positive_of_queries_with_several_gets_its_exact_rank_whatever_the_threads(
     monkeypatch, threads, tiles, wide_band
 ):
-    """Queries owning three to five near-tied positives each (image to text): each pair's rank is its rank in
-    the query's exactly sorted row, counting the query's other positives, in any threads and tiles, whether
-    the bands are narrowed by float64 products or scored pair by pair."""
+    """Queries owning three to five near-tied positives each (image to text), their pairs shuffled: each pair's
+    rank is its rank in the query's exactly sorted row, counting the query's other positives, in any threads
+    and tiles, whether the bands are narrowed by float64 products or scored pair by pair."""
     monkeypatch.setenv("OMP_NUM_THREADS", threads)
     monkeypatch.setattr(ranks_module, "WIDE_BAND", wide_band)
     if tiles != "one tile":
@@ -444,6 +444,9 @@ def test_every_positive_of_queries_with_several_gets_its_exact_rank_whatever_the
     counts = rng.integers(3, 6, len(queries))
     owner = np.repeat(np.arange(len(queries)), counts)
     positive_rows = np.concatenate([rng.choice(124, count, replace=False) for count in counts])
+    # Pairs in no order of their queries, as captions are listed: a tile's queries can be distinct yet unsorted.
+    shuffled = rng.permutation(len(owner))
+    owner, positive_rows = owner[shuffled], positive_rows[shuffled]
     ranks = ranks_module.every_positive_rank(queries, gallery, gallery_ids, owner, gallery_ids[positive_rows])
     expected = sort_reference_ranks(queries[owner], gallery, gallery_ids, [[i] for i in gallery_ids[positive_rows]])
     assert ranks.tolist() == expected.tolist()

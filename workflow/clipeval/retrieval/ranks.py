@@ -124,7 +124,7 @@ def _ahead_in_float64(queries, gallery, gallery_ids, best: _Best, pair_rows, col
         part = pair_rows[start : start + step]
         distinct, inverse = np.unique(best.query_row[part], return_inverse=True)
         products = queries[distinct].astype(np.float64) @ gallery64.T
-        if len(distinct) < len(part):
+        if not np.array_equal(distinct, best.query_row[part]):  # repeated or out of order: one row per pair
             products = products[inverse]
         bounds = ((best.score[part] + best.margin64)[:, None], (best.score[part] - best.margin64)[:, None])
         flags = flag_buffer[: products.size].reshape(products.shape)
@@ -139,7 +139,7 @@ def _tile_scores(queries, gallery, query_rows, rows: slice, columns: slice, scor
     """The float32 scores of queries[query_rows[rows]] against gallery[columns], into `scores`: each distinct
     query's product is computed once (a query with five positives is five rows of the ranks' tile)."""
     distinct, inverse = np.unique(query_rows[rows], return_inverse=True)
-    if len(distinct) == len(scores):
+    if np.array_equal(distinct, query_rows[rows]):  # each query once, in order
         np.matmul(queries[distinct], gallery[columns].T, out=scores)
         return
     once = products[: len(distinct) * scores.shape[1]].reshape(len(distinct), scores.shape[1])
