@@ -171,7 +171,9 @@ def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids, que
     tile_columns = max(1, min(len(gallery), TILE_COLUMNS))
     tile_rows = max(1, min(len(query_rows), BUDGET_BYTES // (4 * tile_columns)))
     score_buffer = np.empty(tile_rows * tile_columns, dtype=np.float32)
-    product_buffer = np.empty(tile_rows * tile_columns, dtype=np.float32)
+    # Only where a query has several pairs, or its pairs come out of order, are a tile's products expanded.
+    in_order = bool(np.all(np.diff(query_rows) > 0))
+    product_buffer = None if in_order else np.empty(tile_rows * tile_columns, dtype=np.float32)
     flag_buffer = np.empty(tile_rows * tile_columns, dtype=bool)
     for row_start in range(0, len(query_rows), tile_rows):
         rows = slice(row_start, min(row_start + tile_rows, len(query_rows)))
