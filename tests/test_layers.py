@@ -18,7 +18,7 @@ LAYERS = (
     ("features",),
     ("models",),
     ("retrieval", "classification", "compositionality", "probe"),
-    ("comparison",),
+    ("comparison", "tiers"),
     ("suites",),
     ("reporting",),
     ("experiments", "leaderboard", "pruning"),

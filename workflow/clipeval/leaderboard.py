@@ -7,7 +7,9 @@ its definition and, per dataset, on the scoring settings; otherwise each
 experiment's is a row of its own, "MODEL (EXPERIMENT)". Within a dataset's
 column, the pairs scored under settings other than the column's most common
 ones are marked, and a note says how they differ: their numbers are not
-comparable with the others.
+comparable with the others. Within a column, the pairs scored under its
+settings are put in tiers (tiers.py): the models the data cannot tell apart
+from the column's best share its tier.
 """
 
 import html
@@ -19,6 +21,8 @@ from clipeval.errors import ClipevalError
 from clipeval.experiments import EXPERIMENTS_DIR, RECORD_NAME, differences, read_record
 from clipeval.metric_catalog import MAIN_METRIC
 from clipeval.storage.jsonl import read_json
+from clipeval.storage.ranks_records import read_ranks_record
+from clipeval.tiers import RULE, column_tiers
 
 # What a score depends on besides the model and the dataset.
 SETTINGS = ("metrics", "knn", "extract")
@@ -58,6 +62,7 @@ def scored_pairs(results: Path) -> tuple[list[dict], list[str]]:
                 "interval": scores.get("intervals", {}).get(metric),
                 "definition": model,
                 "settings": {section: config.get(section) for section in SETTINGS},
+                "ranks": path.with_name(f"{path.stem}-ranks.json"),
             }
         )
     return labelled_rows(pairs), stale
@@ -88,25 +93,66 @@ def _signature(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def pivot(pairs: list[dict]) -> dict:
-    """{"datasets": [(dataset, task, metric)], "models": [...], "cells": {(model, dataset): text}, "notes": [...]}"""
-    datasets = sorted({(p["dataset"], p["task"], p["metric"]) for p in pairs})
+def columns(pairs: list[dict]) -> dict:
+    """{(dataset, task, metric): its pairs, with the signature of the settings most of them were scored under}."""
+    found = {}
+    for key in sorted({(p["dataset"], p["task"], p["metric"]) for p in pairs}):
+        column = [p for p in pairs if p["dataset"] == key[0]]
+        usual = Counter(_signature(p["settings"]) for p in column).most_common(1)[0][0]
+        found[key] = (column, usual)
+    return found
+
+
+def tiers_of(pairs: list[dict]) -> tuple[dict, dict]:
+    """({(model, dataset): tier}, {(model, dataset): why it has none}) in each column where two or more pairs were
+    scored under the column's settings with bootstrap replicates, read from their ranks records."""
+    tiers, untiered = {}, {}
+    for (dataset, _, metric), (column, usual) in columns(pairs).items():
+        alike = [p for p in column if _signature(p["settings"]) == usual]
+        metrics = json.loads(usual)["metrics"] or {}
+        replicates = metrics.get("bootstrap") or 0
+        if len(alike) < 2 or replicates <= 0:
+            continue
+        values = {p["model"]: p["value"] for p in alike}
+        paths = {p["model"]: p["ranks"] for p in alike}
+        records = {model: read_ranks_record(path) for model, path in paths.items()}
+        found, why = column_tiers(values, records, paths, metric, replicates, metrics.get("bootstrap_seed", 0))
+        tiers.update({(model, dataset): tier for model, tier in found.items()})
+        untiered.update({(model, dataset): reason for model, reason in why.items()})
+    return tiers, untiered
+
+
+def pivot(pairs: list[dict], tiers=None, untiered=None) -> dict:
+    """{"datasets": [(dataset, task, metric)], "models": [...], "cells": {(model, dataset): text}, "notes": [...],
+    "tiered": whether any cell shows a tier}, with the tiers and untiered pairs of tiers_of where given."""
+    tiers, untiered = tiers or {}, untiered or {}
     cells, notes = {}, []
-    for dataset, _, _ in datasets:
-        column = [p for p in pairs if p["dataset"] == dataset]
-        signatures = [_signature(p["settings"]) for p in column]
-        usual_signature = Counter(signatures).most_common(1)[0][0]
+    found = columns(pairs)
+    for (dataset, _, _), (column, usual_signature) in found.items():
         usual = json.loads(usual_signature)
-        for pair, signature in zip(column, signatures):
+        for pair in column:
+            signature = _signature(pair["settings"])
             low_high = f" [{pair['interval'][0]:.2f}, {pair['interval'][1]:.2f}]" if pair["interval"] else ""
             text = f"{pair['value']:.2f}{low_high}"
+            cell = pair["model"], dataset
+            if cell in tiers:
+                text += f" T{tiers[cell]}"
             if signature != usual_signature:
                 changed = differences(pair["settings"], usual)
                 shown = "; ".join(f"{name}: {ours} (column: {theirs})" for name, ours, theirs in changed)
                 notes.append(f"{pair['model']} on {dataset}: {shown}")
                 text += f" ({len(notes)})"
-            cells[pair["model"], dataset] = text
-    return {"datasets": datasets, "models": sorted({p["model"] for p in pairs}), "cells": cells, "notes": notes}
+            if cell in untiered:
+                notes.append(f"{pair['model']} on {dataset}: no tier: {untiered[cell]}")
+                text += f" ({len(notes)})"
+            cells[cell] = text
+    return {
+        "datasets": list(found),
+        "models": sorted({p["model"] for p in pairs}),
+        "cells": cells,
+        "notes": notes,
+        "tiered": bool(tiers),
+    }
 
 
 def markdown(table: dict) -> str:
@@ -116,6 +162,7 @@ def markdown(table: dict) -> str:
         for model in table["models"]
     ]
     lines = ["| " + " | ".join(row) + " |" for row in [header, ["---"] * len(header), *rows]]
+    lines += ["", RULE] if table.get("tiered") else []
     lines += [""] + [f"({number}) {note}" for number, note in enumerate(table["notes"], 1)] if table["notes"] else []
     return "\n".join(lines) + "\n"
 
@@ -145,8 +192,10 @@ def html_page(table: dict, results: str) -> str:
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>clipeval leaderboard</title>'
         f"<style>{PAGE_STYLE}</style></head><body>\n<h1>Leaderboard of {html.escape(results)}</h1>\n"
         "<p>Each scored model and dataset: the headline metric with its 95% interval. A number in parentheses"
-        " after a cell marks a pair scored under other settings than the rest of its column.</p>\n"
-        f"<table>{row(header, 'th')}{''.join(body)}</table>\n"
+        " after a cell marks a pair scored under other settings than the rest of its column, or one left out of"
+        " the column's tiers, and its note says why.</p>\n"
+        + (f"<p>{html.escape(RULE)}</p>\n" if table.get("tiered") else "")
+        + f"<table>{row(header, 'th')}{''.join(body)}</table>\n"
         + (f"<ol>{notes}</ol>\n" if notes else "")
         + "</body></html>\n"
     )

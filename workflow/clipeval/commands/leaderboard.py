@@ -1,6 +1,9 @@
 from pathlib import Path
 
-HELP = "every scored pair of a results folder as one table of models × datasets, the headline metric with its interval"
+HELP = (
+    "every scored pair of a results folder as one table of models × datasets, the headline metric with its interval"
+    " and its tier (the models the data cannot tell apart from the column's best)"
+)
 LIBRARIES = ()
 
 
@@ -11,7 +14,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from clipeval.leaderboard import html_page, markdown, pivot, scored_pairs
+    from clipeval.leaderboard import html_page, markdown, pivot, scored_pairs, tiers_of
     from clipeval.storage.atomic import atomic_output
 
     pairs, stale = scored_pairs(args.results)
@@ -27,7 +30,7 @@ def run(args):
             f" {args.results}/experiments/NAME/scores/MODEL/DATASET/)"
         )
         return
-    table = pivot(pairs)
+    table = pivot(pairs, *tiers_of(pairs))
     text = markdown(table)
     print(text, end="")
     pages = [(args.output, text), (args.html, html_page(table, str(args.results)))]
