@@ -35,8 +35,10 @@ def unflatten(flat: dict) -> dict:
 
 
 def resample(samples: dict, rng: np.random.Generator) -> dict:
+    # np.take copies the same rows as indexing, several times faster on rows of a few columns.
     return {
-        stream: [rows[rng.integers(0, len(rows), len(rows))] for rows in samples[stream]] for stream in sorted(samples)
+        stream: [np.take(rows, rng.integers(0, len(rows), len(rows)), axis=0) for rows in samples[stream]]
+        for stream in sorted(samples)
     }
 
 
