@@ -396,7 +396,10 @@ def test_paired_comparison_of_two_models(chain, tmp_path):
     assert record["dataset"] == "small" and record["baseline"] is None
     [comparison] = record["comparisons"]
     assert comparison["models"] == ["tiny", "noisy"]
-    assert_difference(comparison, json.loads((chain / "scores/retrieval.json").read_text()), second)
+    first = json.loads((chain / "scores/retrieval.json").read_text())
+    assert_difference(comparison, first, second)
+    # The K values the comparison's tables are laid out by, as data: the score file's.
+    assert (comparison["recall_at"], comparison["ranking_at"]) == (first["recall_at"], first["ranking_at"])
 
 
 def test_one_job_compares_every_two_models_or_each_with_a_baseline(chain, tmp_path):

@@ -165,6 +165,8 @@ def test_every_metric_matches_a_brute_force_ranking(data):
     )
     assert metrics["t2i"] == pytest.approx(expected_t2i)
     assert metrics["i2t"] == pytest.approx(expected_i2t)
+    # The K values as data, for the summary and the report to lay their columns out by.
+    assert (metrics["recall_at"], metrics["ranking_at"]) == (ks, ranking_at)
     rsum = sum(expected_t2i[f"R@{k}"] + expected_i2t[f"R@{k}"] for k in (1, 5, 10))
     assert metrics["rsum"] == pytest.approx(rsum) and metrics["mean_recall"] == pytest.approx(rsum / 6)
     assert metrics["counts"]["i2t_excluded_without_positive"] == sum(not t for t in texts_of.values())

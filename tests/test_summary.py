@@ -6,7 +6,7 @@ from clipeval.reporting.summary import summarize
 from clipeval.storage.jsonl import write_json
 
 
-def metrics(r1, extra=None, intervals=False):
+def metrics(r1, extra=None, intervals=False, recall_at=(1, 5, 10)):
     t2i = {
         "R@1": r1,
         "R@5": 50.0,
@@ -20,6 +20,8 @@ def metrics(r1, extra=None, intervals=False):
     result = {
         "task": "retrieval",
         "protocol": "full",
+        "recall_at": list(recall_at),
+        "ranking_at": [],
         "t2i": t2i,
         "i2t": i2t,
         "rsum": r1 + 240.0,
@@ -57,7 +59,7 @@ def read_csv(path):
 
 def test_rows_in_given_order_with_every_metric(tmp_path):
     write_json(tmp_path / "b.json", metrics(12.3456))
-    write_json(tmp_path / "a.json", metrics(30.0, {"R@50": 99.0}))
+    write_json(tmp_path / "a.json", metrics(30.0, {"R@50": 99.0}, recall_at=(1, 5, 10, 50)))
     summarize([("m2", "flickr", tmp_path / "b.json"), ("m1", "coco", tmp_path / "a.json")], [], outputs(tmp_path))
     rows = read_csv(tmp_path / "csv.out")
     assert [(r["model"], r["dataset"]) for r in rows] == [("m2", "flickr"), ("m1", "coco")]
@@ -198,6 +200,8 @@ def retrieval_without_r10():
     return {
         "task": "retrieval",
         "protocol": "full",
+        "recall_at": [1, 50],
+        "ranking_at": [],
         "t2i": direction,
         "i2t": {**direction, "R@1": 20.0},
         "intervals": {"t2i": {k: [v - 1, v + 1] for k, v in direction.items()}, "i2t": {}},
@@ -241,7 +245,7 @@ def test_k_values_without_10_give_their_columns_and_no_rsum(tmp_path):
 def test_the_report_table_shows_every_k_asked_for(tmp_path):
     from clipeval.reporting.tables import results_page
 
-    scored = metrics(30.0, {"R@50": 99.0})
+    scored = metrics(30.0, {"R@50": 99.0}, recall_at=(1, 5, 10, 50))
     scored["i2t"]["R@50"] = 98.0
     write_json(tmp_path / "r.json", scored)
     write_json(tmp_path / "k.json", retrieval_without_r10())
@@ -257,6 +261,7 @@ def test_ranking_metrics_get_columns_in_the_summary_and_the_report_table(tmp_pat
     from clipeval.reporting.tables import results_page
 
     scored = metrics(30.0, intervals=True)
+    scored["ranking_at"] = [10]
     for direction, base in (("t2i", 40.0), ("i2t", 50.0)):
         scored[direction].update({"nDCG@10": base, "MAP@10": base - 1, "MRR@10": base - 2})
         scored["intervals"][direction].update(

@@ -17,6 +17,10 @@ from clipeval.retrieval.metrics import rank_samples, retrieval_statistic
 from clipeval.statistics.bootstrap import bootstrap_record, difference, percentile_intervals
 from clipeval.storage.ranks_records import read_ranks_record
 
+# A task's settings that a comparison carries as data, from its ranks records: its readers lay out their
+# tables by them.
+SETTINGS = {"retrieval": ("recall_at", "ranking_at")}
+
 
 def _require_same(first, second, second_path, keys, what):
     for key in keys:
@@ -92,6 +96,7 @@ def compare_models(names, first: dict, second: dict, second_path, replicates=0, 
 
     result = {
         "task": first["task"],
+        **{key: first[key] for key in SETTINGS.get(first["task"], ())},
         "models": list(names),
         "difference": statistic(samples),
         "values": {names[0]: first_statistic(samples), names[1]: second_statistic(samples)},

@@ -52,24 +52,6 @@ def ranking_key(name: str, k: int) -> str:
     return f"{name}@{k}"
 
 
-def at_ks(direction_values, name: str) -> list[int]:
-    """The K values of one direction's NAME@K metrics (or intervals), in increasing order."""
-    prefix = f"{name}@"
-    return sorted(
-        int(key[len(prefix) :]) for key in direction_values if key.startswith(prefix) and key[len(prefix) :].isdigit()
-    )
-
-
-def recall_ks(direction_values) -> list[int]:
-    """The K values of one direction's R@K metrics (or intervals), in increasing order."""
-    return at_ks(direction_values, "R")
-
-
-def ranking_ks(direction_values) -> list[int]:
-    """The K values of one direction's ranking metrics (nDCG@K, MAP@K, MRR@K)."""
-    return at_ks(direction_values, RANKING_METRICS[0])
-
-
 def has_rsum(ks) -> bool:
     return set(RSUM_KS) <= set(ks)
 

@@ -10,7 +10,7 @@ from clipeval.reporting.summary import comparison_rows, row_recall_ks
 def plot_forest(dataset: str, comparisons: list[dict], task: str, path) -> None:
     """Each pair's difference (first − second) per headline metric, with its paired 95% interval."""
     by_pair = [{row["metric"]: row for row in comparison_rows(c, dataset)} for c in comparisons]
-    shown = compared_metrics(task, row_recall_ks(by_pair), with_rsum=False)
+    shown = compared_metrics(task, row_recall_ks([row for rows in by_pair for row in rows.values()]), with_rsum=False)
     metrics = [(metric.column, metric.label) for metric in shown if metric.column in by_pair[0]]
     pairs = [f"{c['models'][0]} − {c['models'][1]}" for c in comparisons]
     figure, axes = figures.new_figure(4 * len(metrics), 1.4 + 0.5 * len(pairs), 1, len(metrics), sharey=True)

@@ -21,9 +21,7 @@ from clipeval.metric_catalog import (
     PROBE_SHOT_METRICS,
     compared_metrics,
     has_rsum,
-    ranking_ks,
     recall_key,
-    recall_ks,
     retrieval_metrics,
 )
 from clipeval.reporting.series_table import SERIES_COLUMNS, series_markdown, series_rows
@@ -32,6 +30,9 @@ from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_json
 
 COUNT_COLUMNS = ("protocol", "images", "texts", "classes")
+# A retrieval row's K values, carried as data from its score file (or comparison): they decide the columns,
+# and are not columns themselves.
+K_SETTINGS = ("recall_at", "ranking_at")
 INTERVAL_BOUNDS = ("_ci_low", "_ci_high")
 
 
@@ -54,6 +55,7 @@ def summary_row(model: str, dataset: str, metrics: dict) -> dict:
     row["images"] = counts["images"]
     if task == "retrieval":
         row.update(protocol=metrics.get("protocol", "full"), texts=counts["texts"])
+        row.update({setting: metrics[setting] for setting in K_SETTINGS})
     elif task == "compositionality":
         row["texts"] = counts["texts"]
     else:
@@ -61,8 +63,8 @@ def summary_row(model: str, dataset: str, metrics: dict) -> dict:
     return row
 
 
-def _row_ks(rows: list[dict], ks_of) -> set[int]:
-    return {k for row in rows for d in DIRECTIONS for k in ks_of({c[len(d) + 1 :] for c in row if c[: len(d)] == d})}
+def _row_ks(rows: list[dict], setting: str) -> set[int]:
+    return {k for row in rows for k in row.get(setting, ())}
 
 
 def breakdown_rows(model: str, dataset: str, metrics: dict, key: str, label: str) -> list[dict]:
@@ -90,14 +92,14 @@ def shot_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
 
 
 def row_recall_ks(rows: list[dict]) -> list[int]:
-    """Every K of the rows' R@K columns; the default K values where no row has one (classification alone)."""
-    ks = _row_ks(rows, recall_ks)
+    """Every K of the rows' R@K metrics; the default K values where no row has one (classification alone)."""
+    ks = _row_ks(rows, "recall_at")
     return sorted(ks) if ks else list(DEFAULT_RECALL_AT)
 
 
 def row_ranking_ks(rows: list[dict]) -> list[int]:
-    """Every K of the rows' nDCG@K, MAP@K and MRR@K columns."""
-    return sorted(_row_ks(rows, ranking_ks))
+    """Every K of the rows' nDCG@K, MAP@K and MRR@K metrics."""
+    return sorted(_row_ks(rows, "ranking_at"))
 
 
 def metric_columns(rows: list[dict]) -> list[str]:
@@ -137,7 +139,10 @@ def render_csv(rows: list[dict], columns: list[str]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", restval="")
     writer.writeheader()
     for row in rows:
-        writer.writerow({key: (round(value, 4) if isinstance(value, float) else value) for key, value in row.items()})
+        values = {key: value for key, value in row.items() if key not in K_SETTINGS}
+        writer.writerow(
+            {key: (round(value, 4) if isinstance(value, float) else value) for key, value in values.items()}
+        )
     return buffer.getvalue()
 
 
@@ -168,10 +173,11 @@ def comparison_rows(comparison: dict, dataset: str) -> list[dict]:
     """One row per metric, in summary column order: first − second, with its paired interval."""
     first, second = comparison["models"]
     task = comparison["task"]
+    settings = {setting: comparison[setting] for setting in K_SETTINGS if setting in comparison}
     differences = metric_values(comparison["difference"], task)
     intervals = metric_values(comparison["intervals"], task) if comparison.get("intervals") else {}
     rows = []
-    for column in columns_for([differences]):
+    for column in columns_for([{**differences, **settings}]):
         if column not in differences:
             continue
         interval = intervals.get(column)
@@ -185,6 +191,7 @@ def comparison_rows(comparison: dict, dataset: str) -> list[dict]:
                 "difference": differences[column],
                 "ci_low": interval[0] if interval else None,
                 "ci_high": interval[1] if interval else None,
+                **settings,
             }
         )
     return rows
@@ -199,7 +206,7 @@ def comparisons_markdown(rows: list[dict]) -> list[str]:
         pairs = [(key, metrics) for key, metrics in by_pair.items() if key[3] == task]
         if not pairs:
             continue
-        shown = compared_metrics(task, row_recall_ks([metrics for _, metrics in pairs]))
+        shown = compared_metrics(task, row_recall_ks([row for _, metrics in pairs for row in metrics.values()]))
         # A metric only some datasets define (the image score: Winoground's, not SugarCrepe's) is blank elsewhere.
         metric_names = [m.column for m in shown if any(m.column in metrics for _, metrics in pairs)]
         columns = ["dataset", "first − second", *metric_names]

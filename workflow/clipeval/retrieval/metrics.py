@@ -293,7 +293,9 @@ def score_retrieval(
     samples = rank_samples(record)
     statistic = retrieval_statistic(ks, ranking_at)
     per_fold = [statistic({d: [samples[d][f]] for d in samples}) for f in range(len(folds))]
-    metrics = {"task": "retrieval", "protocol": protocol, **statistic(samples)}
+    # The K values as data: readers take them from here, never from the metrics' names.
+    metrics = {"task": "retrieval", "protocol": protocol, "recall_at": ks, "ranking_at": ranking_at}
+    metrics.update(statistic(samples))
     if bootstrap:
         metrics["intervals"] = percentile_intervals(statistic, samples, bootstrap, seed)
     metrics["bootstrap"] = bootstrap_record(bootstrap, seed) if bootstrap else None
