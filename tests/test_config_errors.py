@@ -57,7 +57,7 @@ def test_the_valid_config_has_no_error():
         (lambda c: c.pop("models"), "the config: 'models' is a required property"),
         (
             lambda c: c["datasets"]["flickr"].update(anotations="a.json"),
-            "datasets.flickr: unknown key 'anotations' (allowed: annotations, format, image_id, images, protocol, split, task)",
+            "datasets.flickr: unknown key 'anotations' (allowed: annotations, format, image_id, images, protocol, published, split, task)",
         ),
         (
             lambda c: c["datasets"]["flickr"].update(split=["tset"]),

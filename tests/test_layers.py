@@ -14,7 +14,7 @@ PACKAGE_DIR = REPO / "workflow/clipeval"
 LAYERS = (
     ("errors", "threads", "devices", "metric_catalog", "numerics", "ranking_rule"),
     ("storage",),
-    ("data", "statistics"),
+    ("data", "statistics", "published"),
     ("features",),
     ("models",),
     ("retrieval", "classification", "compositionality", "probe"),

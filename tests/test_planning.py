@@ -376,6 +376,11 @@ def test_usable_names_pass_and_the_schema_states_the_same_rule():
             "suites.mine: averages the mean recall of flickr, which needs 1, 5 and 10 in metrics.recall_at",
         ),
         (
+            lambda c: c["datasets"]["flickr"].update(published="imagenet1k"),
+            "datasets.flickr.published: imagenet1k is a classification benchmark, and this dataset's task is"
+            " retrieval: its published numbers would not be this dataset's",
+        ),
+        (
             lambda c: c.update(compare={"baseline": "ghost"}),
             "compare.baseline: unknown model 'ghost' (known: tiny, b32, given)",
         ),

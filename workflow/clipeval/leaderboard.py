@@ -20,6 +20,7 @@ from pathlib import Path
 from clipeval.errors import ClipevalError
 from clipeval.experiments import EXPERIMENTS_DIR, RECORD_NAME, differences, read_record
 from clipeval.metric_catalog import MAIN_METRIC
+from clipeval.published.check import published_markdown, published_rows, tolerance_note
 from clipeval.storage.jsonl import read_json
 from clipeval.storage.ranks_records import read_ranks_record
 from clipeval.tiers import RULE, column_tiers
@@ -63,6 +64,7 @@ def scored_pairs(results: Path) -> tuple[list[dict], list[str]]:
                 "definition": model,
                 "settings": {section: config.get(section) for section in SETTINGS},
                 "ranks": path.with_name(f"{path.stem}-ranks.json"),
+                "published": published_rows(path.parent.parent.name, path.parent.name, scores),
             }
         )
     return labelled_rows(pairs), stale
@@ -85,7 +87,8 @@ def labelled_rows(pairs: list[dict]) -> list[dict]:
         label = f"{pair['model']} ({pair['experiment']})" if pair["model"] in split else pair["model"]
         if (label, pair["dataset"]) not in seen:
             seen.add((label, pair["dataset"]))
-            rows.append({**pair, "model": label})
+            published = [{**row, "model": label} for row in pair["published"]]
+            rows.append({**pair, "model": label, "published": published})
     return rows
 
 
@@ -152,6 +155,7 @@ def pivot(pairs: list[dict], tiers=None, untiered=None) -> dict:
         "cells": cells,
         "notes": notes,
         "tiered": bool(tiers),
+        "published": [row for pair in pairs for row in pair.get("published", ())],
     }
 
 
@@ -164,6 +168,8 @@ def markdown(table: dict) -> str:
     lines = ["| " + " | ".join(row) + " |" for row in [header, ["---"] * len(header), *rows]]
     lines += ["", RULE] if table.get("tiered") else []
     lines += [""] + [f"({number}) {note}" for number, note in enumerate(table["notes"], 1)] if table["notes"] else []
+    if table.get("published"):
+        lines += ["", "Published numbers beside the measured ones:", "", *published_markdown(table["published"])]
     return "\n".join(lines) + "\n"
 
 
@@ -188,6 +194,16 @@ def html_page(table: dict, results: str) -> str:
         for model in table["models"]
     ]
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in table["notes"])
+    published = table.get("published") or []
+    published_header = ["model", "dataset", "benchmark", "source", "metric", "measured", "published", "difference"]
+    published_body = [
+        row(
+            [*(r[key] for key in published_header[:5]), f"{r['measured']:.2f}", f"{r['published']:.2f}"]
+            + [f"{r['difference']:+.2f}" + (" ⚠" if r["beyond"] else "")],
+            "td",
+        )
+        for r in published
+    ]
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>clipeval leaderboard</title>'
         f"<style>{PAGE_STYLE}</style></head><body>\n<h1>Leaderboard of {html.escape(results)}</h1>\n"
@@ -197,5 +213,12 @@ def html_page(table: dict, results: str) -> str:
         + (f"<p>{html.escape(RULE)}</p>\n" if table.get("tiered") else "")
         + f"<table>{row(header, 'th')}{''.join(body)}</table>\n"
         + (f"<ol>{notes}</ol>\n" if notes else "")
+        + (
+            "<h2>Published numbers</h2>\n"
+            f"<table>{row(published_header, 'th')}{''.join(published_body)}</table>\n"
+            f"<p>{html.escape(tolerance_note())}</p>\n"
+            if published
+            else ""
+        )
         + "</body></html>\n"
     )

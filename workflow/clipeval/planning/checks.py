@@ -26,6 +26,7 @@ from clipeval.numerics import PORTABLE_THREADS, portable_threads_error
 from clipeval.planning.artifacts import RESULTS
 from clipeval.planning.config_errors import location
 from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
+from clipeval.published.benchmarks import BENCHMARKS
 
 # What a dataset, model or experiment may be called: each name becomes a path
 # component, a wildcard value and a word of job command lines. config/schema.yaml's
@@ -71,6 +72,13 @@ def check_references(plan: Plan) -> None:
             raise ConfigError(f"{location(key)}: dataset {dataset!r} has task {task!r}, which is not evaluated")
 
     for name, entry in config["datasets"].items():
+        published = entry.get("published")
+        if published and BENCHMARKS[published].task != entry["task"]:
+            raise ConfigError(
+                f"{location(('datasets', name, 'published'))}: {published} is a {BENCHMARKS[published].task}"
+                f" benchmark, and this dataset's task is {entry['task']}: its published numbers would not be this"
+                " dataset's"
+            )
         key = ("datasets", name, "train_split")
         if entry["task"] != "probe":
             if "train_split" in entry:

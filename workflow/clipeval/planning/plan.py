@@ -22,7 +22,7 @@ EVALUATED_TASKS = ("retrieval", "classification", "compositionality", "probe")
 # The tasks whose datasets hold captions, which extraction tokenizes.
 CAPTIONED_TASKS = ("retrieval", "compositionality")
 # Dataset keys that say how a dataset is scored, not what is in it.
-SCORING_KEYS = ("task", "protocol", "train_split")
+SCORING_KEYS = ("task", "protocol", "train_split", "published")
 # Every source format (workflow/clipeval/data/sources/), by its config name.
 SOURCE_FORMATS = {name: source_format(name) for name in format_names()}
 

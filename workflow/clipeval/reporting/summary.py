@@ -24,6 +24,7 @@ from clipeval.metric_catalog import (
     recall_key,
     retrieval_metrics,
 )
+from clipeval.published.check import published_markdown, published_rows
 from clipeval.reporting.series_table import SERIES_COLUMNS, series_markdown, series_rows
 from clipeval.reporting.tokenization_table import tokenization_markdown
 from clipeval.storage.atomic import atomic_output
@@ -314,7 +315,9 @@ def suites_markdown(suites: list[dict]) -> list[str]:
     return lines
 
 
-def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=(), shots=(), tokenization=()) -> str:
+def render_markdown(
+    rows, averages, comparisons, series=(), groups=(), suites=(), shots=(), tokenization=(), published=()
+) -> str:
     lines = ["# Results", "", "Percentages; 95% bootstrap intervals in brackets where computed.", ""]
     lines += headline_lines(rows)
     lines += ["", "## Every metric"]
@@ -355,6 +358,10 @@ def render_markdown(rows, averages, comparisons, series=(), groups=(), suites=()
             "Each dataset's main metric at every step; the best checkpoint in bold.",
         ]
         lines += series_markdown(series)
+    if published:
+        lines += ["", "## Published numbers", "", "Each model of an open_clip tag beside the numbers published for it"]
+        lines += ["on the benchmark its dataset names (`published:`), in percent.", ""]
+        lines += published_markdown(list(published))
     lines += tokenization_markdown(tokenization)
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -391,5 +398,7 @@ def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths
     )
     suites = [read_json(path) for path in suite_paths]
     fits = [(model, dataset, read_json(path)) for model, dataset, path in tokenization]
-    _write(outputs["markdown"], render_markdown(rows, averages, comparisons, by_step, groups, suites, shots, fits))
+    published = [row for result in results for row in published_rows(*result)]
+    markdown = render_markdown(rows, averages, comparisons, by_step, groups, suites, shots, fits, published)
+    _write(outputs["markdown"], markdown)
     return rows

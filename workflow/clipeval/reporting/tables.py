@@ -22,6 +22,7 @@ from clipeval.metric_catalog import (
     recall_key,
     retrieval_metrics,
 )
+from clipeval.published.check import published_rows, tolerance_note
 from clipeval.reporting.summary import (
     average_rows,
     group_rows,
@@ -188,7 +189,18 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]], suite_pat
         if differences:
             rows = [_suite_cells(row) for row in differences]
             sections.append(plain_table(f"suite-{index}-pairs", rows, "paired differences", ["first − second"]))
+    published = [_published_cells(row) for result in results for row in published_rows(*result)]
+    if published:
+        caption = "Published numbers beside the measured ones (⚠: beyond the tolerance)"
+        sections.append(plain_table("published", published, caption, ["model", "dataset", "benchmark"]))
+        sections.append(f"<p>{html.escape(tolerance_note())}</p>")
     return page(f"{experiment}: results", sections)
+
+
+def _published_cells(row: dict) -> dict:
+    mark = " ⚠" if row["beyond"] else ""
+    cells = {key: row[key] for key in ("model", "dataset", "benchmark", "source", "metric", "measured", "published")}
+    return {**cells, "difference": f"{row['difference']:+.2f}{mark}"}
 
 
 def _suite_cells(row: dict) -> dict:
