@@ -149,3 +149,45 @@ def test_the_series_figure_refuses_a_table_that_is_not_the_summarys_in_one_line(
     table.write_text("series,step,model,dataset,task,metric,value,ci_low,ci_high,best\n")
     result = run_cli("plot-series", "--series", "run", "--table", table, "--output", tmp_path / "run.png")
     assert result.stderr == f"clipeval: error: {table}: no rows of series 'run'\n" and result.returncode == 1
+
+
+SERIES_ROWS = [
+    {"step": 10, "dataset": "flickr", "metric": "mean_recall", "value": 61.25},
+    {"step": 2, "dataset": "flickr", "metric": "mean_recall", "value": 40.5},
+    {"step": 2, "dataset": "cifar", "metric": "top1", "value": 33.0},
+    {"step": 10, "dataset": "cifar", "metric": "top1", "value": None},
+]
+
+
+def test_tensorboard_reads_a_series_event_file_by_step_and_checks_every_record(tmp_path):
+    """TensorBoard's own readers are the reference: its accumulator finds each dataset's main metric at each
+    step (an undefined value left out), and its record reader accepts every record's CRCs."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.compat.tensorflow_stub.errors import DataLossError
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
+
+    from clipeval.reporting.tensorboard_events import crc32c, series_events
+
+    assert crc32c(b"123456789") == 0xE3069283  # CRC-32C's check value
+    path = tmp_path / "events.out.tfevents.clipeval"
+    path.write_bytes(series_events(SERIES_ROWS))
+    assert series_events(SERIES_ROWS) == path.read_bytes()  # no clock, no host: the same rows, the same bytes
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert sorted(events.Tags()["scalars"]) == ["cifar/top1", "flickr/mean_recall"]
+    assert [(e.step, e.value, e.wall_time) for e in events.Scalars("flickr/mean_recall")] == [
+        (2, 40.5, 0.0),
+        (10, 61.25, 0.0),
+    ]
+    assert [(e.step, e.value) for e in events.Scalars("cifar/top1")] == [(2, 33.0)]
+
+    reader = PyRecordReader_New(str(path))
+    for _ in range(3):  # the file version, then steps 2 and 10
+        reader.GetNext()
+    damaged = bytearray(path.read_bytes())
+    damaged[-6] ^= 0xFF
+    path.write_bytes(bytes(damaged))
+    reader = PyRecordReader_New(str(path))
+    with pytest.raises(DataLossError):
+        for _ in range(3):
+            reader.GetNext()

@@ -7,6 +7,7 @@ import json
 import pytest
 import yaml
 from snakemake_runner import copy_workflow, planned_jobs, run_jobs
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 pytestmark = [pytest.mark.workflow, pytest.mark.minutes(1)]
 
@@ -96,6 +97,13 @@ def test_a_checkpoint_series_is_evaluated_by_step_and_a_new_checkpoint_adds_only
     assert (experiment / "report/series/run.png").stat().st_size > 0
     with open(experiment / "report/series/run.csv") as handle:
         assert len(list(csv.DictReader(handle))) == 6
+    # TensorBoard's own reader finds each dataset's main metric at each step, as series.csv has it.
+    events = EventAccumulator(str(experiment / "tensorboard/run"))
+    events.Reload()
+    for dataset, metric in (("shapes-test", "mean_recall"), ("shapes-classes", "top1")):
+        scalars = [(event.step, event.value) for event in events.Scalars(f"{dataset}/{metric}")]
+        expected = [(int(row["step"]), float(row["value"])) for row in table if row["dataset"] == dataset]
+        assert scalars == [(step, pytest.approx(value, abs=1e-3)) for step, value in expected]
 
     write_checkpoint(checkpoints / "epoch_20.pt", 20)
     assert planned_jobs(workdir) == {**ONE_CHECKPOINT, **EXPERIMENT_TABLES}

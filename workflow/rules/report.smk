@@ -159,6 +159,7 @@ rule plot_series:
             labels={"figure": "{series}: main metric by step"},
         ),
         data=PLAN.experiment_artifact("series_plot_data"),
+        events=PLAN.experiment_artifact("series_events"),
     log:
         f"logs/report/{PLAN.experiment_name()}/series/{{series}}.log",
     wildcard_constraints:
@@ -169,7 +170,7 @@ rule plot_series:
         code=code_fingerprint("plot-series"),
     shell:
         "python -m clipeval plot-series --series {wildcards.series:q} --table {input:q} --output {output.figure:q}"
-        " > {log:q} 2>&1"
+        " --events {output.events:q} > {log:q} 2>&1"
 
 
 rule retrieval_failures:

@@ -72,6 +72,8 @@ EXPERIMENT_OUTPUTS = {
     "suite_plot_data": "report/suites/{suite}.csv",
     "series_plot": "report/series/{series}.png",
     "series_plot_data": "report/series/{series}.csv",
+    # TensorBoard takes each folder under tensorboard/ for a run of its own: `--logdir …/tensorboard`.
+    "series_events": "tensorboard/{series}/events.out.tfevents.clipeval",
     "forest_plot": "report/{dataset}/comparisons.png",
     "forest_plot_data": "report/{dataset}/comparisons.csv",
     "t2i_failures": "report/{dataset}/{model}/failures-t2i.png",
