@@ -119,6 +119,8 @@ def test_default_workflow_writes_the_documented_paths(default_run):
     assert set(metrics) == {
         "task",
         "protocol",
+        "recall_at",
+        "ranking_at",
         "t2i",
         "i2t",
         "rsum",
@@ -129,6 +131,7 @@ def test_default_workflow_writes_the_documented_paths(default_run):
         "provenance",
     }
     assert metrics["task"] == "retrieval" and metrics["protocol"] == "full"
+    assert (metrics["recall_at"], metrics["ranking_at"]) == ([1, 5, 10], [10])
     assert metrics["bootstrap"]["replicates"] == 1000 and metrics["counts"]["predictions_per_query"] == 10
     low, high = metrics["intervals"]["t2i"]["median_rank"]
     assert low <= metrics["t2i"]["median_rank"] <= high
