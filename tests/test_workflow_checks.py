@@ -224,7 +224,7 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
         (
             lambda c: c["datasets"]["shapes-test"].update(num_imagess=5),
             "config error: datasets.shapes-test: unknown key 'num_imagess' (allowed: first_image_id, format, num_images, protocol,"
-            " seed, task, train_split)",
+            " published, seed, task, train_split)",
         ),
         (
             lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
