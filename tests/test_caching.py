@@ -457,7 +457,11 @@ def test_killed_mid_extraction_keeps_finished_shards_and_resumes_to_the_same_byt
 
     done, partial = run_until(workdir, one_shard_done_another_being_written)
     final = partial.with_name(partial.name[1 : partial.name.index(".partial-")])
-    assert not final.exists(), f"{final} exists although its writer was killed mid-file"
+    # The kill lands a moment after the partial file was seen: if the writer renamed it whole in that moment,
+    # the shard is finished (and still planned again: its job never ended). A partial left behind must stand
+    # alone.
+    if partial.exists():
+        assert not final.exists(), f"{final} exists although its writer was killed mid-file"
     finished = (shards / done).stat().st_mtime_ns
     unlock(workdir)
     plan = snakemake_dry_run_text(workdir)
