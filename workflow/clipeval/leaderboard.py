@@ -20,7 +20,7 @@ from pathlib import Path
 from clipeval.errors import ClipevalError
 from clipeval.experiments import EXPERIMENTS_DIR, RECORD_NAME, differences, read_record
 from clipeval.metric_catalog import MAIN_METRIC
-from clipeval.published.check import published_markdown, published_rows, tolerance_note
+from clipeval.published.check import difference_text, published_markdown, published_rows, tolerance_note
 from clipeval.storage.jsonl import read_json
 from clipeval.storage.ranks_records import read_ranks_record
 from clipeval.tiers import RULE, column_tiers
@@ -199,7 +199,7 @@ def html_page(table: dict, results: str) -> str:
     published_body = [
         row(
             [*(r[key] for key in published_header[:5]), f"{r['measured']:.2f}", f"{r['published']:.2f}"]
-            + [f"{r['difference']:+.2f}" + (" ⚠" if r["beyond"] else "")],
+            + [difference_text(r)],
             "td",
         )
         for r in published

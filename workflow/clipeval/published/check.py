@@ -74,11 +74,15 @@ def published_markdown(rows: list[dict]) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        mark = " ⚠" if row["beyond"] else ""
         cells = [row["model"], row["dataset"], row["benchmark"], row["source"], row["metric"]]
-        cells += [f"{row['measured']:.2f}", f"{row['published']:.2f}", f"{row['difference']:+.2f}{mark}"]
+        cells += [f"{row['measured']:.2f}", f"{row['published']:.2f}", difference_text(row)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines + ["", tolerance_note()]
+
+
+def difference_text(row: dict) -> str:
+    """A row's difference as every table shows it: signed, marked where it is beyond TOLERANCE."""
+    return f"{row['difference']:+.2f}" + (" ⚠" if row["beyond"] else "")
 
 
 def tolerance_note() -> str:

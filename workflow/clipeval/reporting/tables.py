@@ -22,7 +22,7 @@ from clipeval.metric_catalog import (
     recall_key,
     retrieval_metrics,
 )
-from clipeval.published.check import published_rows, tolerance_note
+from clipeval.published.check import difference_text, published_rows, tolerance_note
 from clipeval.reporting.summary import (
     average_rows,
     group_rows,
@@ -198,9 +198,8 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]], suite_pat
 
 
 def _published_cells(row: dict) -> dict:
-    mark = " ⚠" if row["beyond"] else ""
     cells = {key: row[key] for key in ("model", "dataset", "benchmark", "source", "metric", "measured", "published")}
-    return {**cells, "difference": f"{row['difference']:+.2f}{mark}"}
+    return {**cells, "difference": difference_text(row)}
 
 
 def _suite_cells(row: dict) -> dict:
