@@ -67,7 +67,10 @@ def test_warm_jobs_start_only_for_local_jobs_in_this_interpreter():
 
 
 @pytest.fixture
-def warm_jobs(tmp_path):
+def warm_jobs(tmp_path, monkeypatch):
+    # A server that takes longer than a run allows to start leaves its jobs to new interpreters, which these tests
+    # do not test: under the full suite's load on two cores, one took longer than 30 s to import its libraries.
+    monkeypatch.setattr("clipeval.warm_jobs.manager.SOCKET_WAIT_SECONDS", 600)
     jobs = WarmJobs("portable", tmp_path / "logs/warm_jobs.log")
     jobs.start()
     yield jobs
@@ -140,6 +143,7 @@ def test_a_job_whose_python_is_killed_is_interrupted_in_its_fork(warm_jobs, tmp_
         deadline = time.monotonic() + 60
     while log.read_text() == "" and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert (tmp_path / "logs/warm_jobs.log").read_text() == "warm plain-1 gather-features\n"
     assert log.read_text() == "clipeval: gather-features interrupted (Ctrl-C); it left no output\n"
     os.close(writer)
 
