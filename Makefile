@@ -28,7 +28,7 @@ $(INSTALLED): pyproject.toml constraints.txt
 
 # A config that asks for YTE holds Python that Snakemake runs as it loads the file, and one whose aliases contain
 # themselves or expand without bound exhausts Snakemake as it loads it: refused before it does.
-REFUSE_UNLOADABLE = $(if $(CONFIG),$(BIN)/python -c 'import sys; from clipeval.planning.config_errors import refuse_before_loading; \
+REFUSE_UNLOADABLE = $(if $(CONFIG),$(BIN)/python -c 'import sys; from clipeval.storage.config_files import refuse_before_loading; \
 	refuse_before_loading(sys.argv[1])' $(CONFIG) &&)
 
 run: $(INSTALLED)

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clipeval.data.sources import format_names
-from clipeval.planning.config_errors import MAX_VALUES, config_error, duplicate_key_error, location, oversized_error
+from clipeval.planning.config_errors import config_error, location, oversized_error
+from clipeval.storage.config_files import MAX_VALUES, duplicate_key_error
 
 SCHEMA = yaml.safe_load((REPO / "config/schema.yaml").read_text())
 VALID = {
@@ -51,7 +52,7 @@ def test_the_valid_config_has_no_error():
     [
         (
             lambda c: c.update(extrakt={}),
-            "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, probe, replace, report, suites)",
+            "the config: unknown key 'extrakt' (allowed: compare, datasets, evaluate, experiment, extract, knn, metrics, models, numerics, probe, ready_checkpoints, replace, report, suites)",
         ),
         (lambda c: c.update(compare={"baselin": "tiny"}), "compare: unknown key 'baselin' (allowed: baseline)"),
         (lambda c: c.pop("models"), "the config: 'models' is a required property"),
@@ -194,7 +195,7 @@ def test_a_long_offending_value_is_cut_in_the_message():
 
 
 def test_a_config_file_that_asks_for_yte_is_named_without_evaluating_it(tmp_path):
-    from clipeval.planning.config_errors import yte_error
+    from clipeval.storage.config_files import yte_error
 
     asks = tmp_path / "asks.yaml"
     asks.write_text('__use_yte__: true\nexperiment: ?open("evaluated", "w")\n')
@@ -222,7 +223,7 @@ def expanded_values(value) -> int:
 def test_the_alias_count_read_from_the_node_graph_is_the_expanded_one(tmp_path_factory, references):
     """alias_error sizes each YAML node once, never expanding; its count must be the expansion's: anchors that
     name earlier anchors as many times as drawn, checked against loading and walking the whole thing."""
-    from clipeval.planning import config_errors
+    from clipeval.storage import config_files
 
     lines = ["a0: &a0 [x, y]"]
     for index, named in enumerate(references, start=1):
@@ -232,9 +233,9 @@ def test_the_alias_count_read_from_the_node_graph_is_the_expanded_one(tmp_path_f
     path.write_text("\n".join(lines) + "\n")
     total = expanded_values(yaml.safe_load(path.read_text()))
     for limit in (total - 1, total):
-        config_errors.MAX_VALUES, saved = limit, config_errors.MAX_VALUES
+        config_files.MAX_VALUES, saved = limit, config_files.MAX_VALUES
         try:
-            refused = config_errors.alias_error(path) is not None
+            refused = config_files.alias_error(path) is not None
         finally:
-            config_errors.MAX_VALUES = saved
+            config_files.MAX_VALUES = saved
         assert refused == (total > limit)

@@ -66,7 +66,7 @@ def test_make_run_takes_another_experiments_config():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == (
-        ".venv/bin/python -c 'import sys; from clipeval.planning.config_errors import refuse_before_loading; refuse_before_loading(sys.argv[1])'"
+        ".venv/bin/python -c 'import sys; from clipeval.storage.config_files import refuse_before_loading; refuse_before_loading(sys.argv[1])'"
         f' config/examples/muge.yaml && PATH="{REPO}/.venv/bin:$PATH" .venv/bin/snakemake --cores all'
         " --configfile config/examples/muge.yaml"
     )

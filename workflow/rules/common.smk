@@ -30,7 +30,8 @@ from clipeval.planning.argument_files import argument_file
 from clipeval.planning.artifacts import ARTIFACTS, RESULTS, names_matching
 from clipeval.planning.checks import check_cores, check_plan
 from clipeval.planning.codegraph import CodeGraph
-from clipeval.planning.config_errors import alias_error, config_error, duplicate_key_error, oversized_error, yte_error
+from clipeval.planning.config_errors import config_error, oversized_error
+from clipeval.storage.config_files import alias_error, duplicate_key_error, yte_error
 from clipeval.planning.model_checks import check_in_subprocess, check_models
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.failed_jobs import failure_lines
