@@ -12,7 +12,7 @@ $(error FAISS must be cpu or gpu, not '$(FAISS)')
 endif
 INSTALLED := $(BIN)/.installed-$(FAISS)
 
-.PHONY: run test test-fast lint clean readme bench experiments leaderboard report
+.PHONY: run follow test test-fast lint clean readme bench experiments leaderboard report
 
 # The two FAISS builds install the same `faiss` package, so switching removes both first.
 $(INSTALLED): pyproject.toml constraints.txt
@@ -33,6 +33,11 @@ REFUSE_UNLOADABLE = $(if $(CONFIG),$(BIN)/python -c 'import sys; from clipeval.s
 
 run: $(INSTALLED)
 	$(REFUSE_UNLOADABLE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
+
+# Evaluate a training run's checkpoints as they land (config/README.md); FOLLOW passes options: FOLLOW='--last-step 32'.
+FOLLOW ?=
+follow: $(INSTALLED)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m clipeval follow $(or $(CONFIG),config/config.yaml) $(FOLLOW)
 
 test: $(INSTALLED)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest

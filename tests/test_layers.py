@@ -21,7 +21,7 @@ LAYERS = (
     ("comparison", "tiers"),
     ("suites",),
     ("reporting",),
-    ("experiments", "leaderboard", "pruning"),
+    ("experiments", "leaderboard", "pruning", "following"),
     ("commands", "cli", "__main__"),
     ("warm_jobs",),
     ("planning",),

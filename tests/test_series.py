@@ -4,7 +4,8 @@ shows each dataset's main metric by step with the best checkpoint marked."""
 import pytest
 
 from clipeval.errors import ClipevalError
-from clipeval.planning.series import SERIES_KEY, checkpoint_step, expand_checkpoint_series
+from clipeval.models.checkpoint_files import checkpoint_step
+from clipeval.planning.series import SERIES_KEY, expand_checkpoint_series
 from clipeval.reporting.series_table import series_markdown, series_rows
 
 
@@ -191,3 +192,36 @@ def test_tensorboard_reads_a_series_event_file_by_step_and_checks_every_record(t
     with pytest.raises(DataLossError):
         for _ in range(3):
             reader.GetNext()
+
+
+def test_a_ready_list_keeps_only_the_files_it_names_and_leaves_out_a_series_with_none(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ready.txt").write_text(f"{tmp_path}/ckpt/epoch_2.pt\n\n{tmp_path}/elsewhere/epoch_9.pt\n")
+    config = config_with(
+        {
+            "run": {"arch": "RN50", "checkpoints": "ckpt/epoch_*.pt"},
+            "later": {"arch": "RN50", "checkpoints": "later/epoch_*.pt"},
+            "fixed": {"arch": "RN50", "pretrained": "openai"},
+        },
+        evaluate=[{"model": "later", "dataset": "d"}, {"model": "run", "dataset": "d"}],
+    )
+    config["ready_checkpoints"] = "ready.txt"
+    files = {"ckpt/epoch_*.pt": ["ckpt/epoch_1.pt", "ckpt/epoch_2.pt"], "later/epoch_*.pt": ["later/epoch_1.pt"]}
+    expand_checkpoint_series(config, files.get)
+    assert list(config["models"]) == ["run.epoch_2", "fixed"]
+    assert config[SERIES_KEY] == {"run": [[2, "run.epoch_2"]]}
+    assert config["evaluate"] == [{"model": "run.epoch_2", "dataset": "d"}]
+
+
+def test_a_ready_list_of_no_file_yet_or_unreadable_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ready.txt").write_text("")
+    config = config_with({"run": {"arch": "RN50", "checkpoints": "ckpt/*.pt"}})
+    with pytest.raises(ClipevalError) as error:
+        expand_checkpoint_series({**config, "ready_checkpoints": "ready.txt"}, found("ckpt/epoch_1.pt"))
+    assert str(error.value) == "ready_checkpoints: ready.txt lists no checkpoint of any series yet"
+    with pytest.raises(ClipevalError) as error:
+        expand_checkpoint_series({**config, "ready_checkpoints": "missing.txt"}, found("ckpt/epoch_1.pt"))
+    assert str(error.value) == (
+        "ready_checkpoints: missing.txt: cannot read the list of checkpoints (No such file or directory)"
+    )

@@ -79,6 +79,23 @@ def experiment_folder(name: str, config_files: list[str], results: Path, replace
     return next(candidate for candidate in candidates if replace or _free_or_own(candidate, config_files, results))
 
 
+def experiment_of_configs(configs: list[Path], results: Path) -> str:
+    """The experiment a run of these config files (the default one when none) writes, read without Snakemake:
+    `experiment:` of the last file that gives one, else the last file's name, then as experiment_folder."""
+    import yaml
+
+    configs = [Path(path) for path in configs] or [Path(DEFAULT_CONFIG)]
+    merged = {}
+    for path in configs:
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            raise ClipevalError(f"{path}: cannot read the config ({type(error).__name__})") from None
+        merged.update(loaded if isinstance(loaded, dict) else {})
+    name = merged.get("experiment") or configs[-1].stem
+    return experiment_folder(name, recorded_config_files(configs), results, bool(merged.get("replace")))
+
+
 def _free_or_own(name: str, config_files: list[str], results: Path) -> bool:
     path = record_path(results, name)
     return not path.is_file() or read_record(path)["config_files"] == config_files

@@ -12,18 +12,6 @@ def add_arguments(parser):
 
 
 def run(args):
-    import yaml
+    from clipeval.experiments import experiment_of_configs
 
-    from clipeval.errors import ClipevalError
-    from clipeval.experiments import DEFAULT_CONFIG, experiment_folder, recorded_config_files
-
-    configs = args.configs or [Path(DEFAULT_CONFIG)]
-    merged = {}
-    for path in configs:
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-            raise ClipevalError(f"{path}: cannot read the config ({type(error).__name__})") from None
-        merged.update(loaded if isinstance(loaded, dict) else {})
-    name = merged.get("experiment") or configs[-1].stem
-    print(experiment_folder(name, recorded_config_files(configs), args.results, bool(merged.get("replace"))))
+    print(experiment_of_configs(args.configs, args.results))

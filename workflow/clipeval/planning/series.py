@@ -11,26 +11,20 @@ and the report.
 """
 
 import glob
-import re
+import os
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
+from clipeval.following import READY_KEY
+from clipeval.models.checkpoint_files import checkpoint_step, member_name
 from clipeval.planning.config_errors import location
 
 SERIES_KEY = "checkpoint_series"
 # A member takes the series' entry less the glob, with its file as `pretrained`.
 SERIES_GLOB = "checkpoints"
-STEP = re.compile(r"\d+")
 # The most checkpoints a series evaluates: each is some ten jobs per dataset; 5,000 planned 40,007 jobs in a
 # six-minute dry run.
 MAX_SERIES_MEMBERS = 1_000
-
-
-def checkpoint_step(path: Path) -> int | None:
-    """The step a checkpoint's name carries: the last number in its name before the suffix (epoch_12.pt: 12,
-    step-5000.pt: 5000); None when there is none."""
-    numbers = STEP.findall(path.stem)
-    return int(numbers[-1]) if numbers else None
 
 
 def series_members(series: str, pattern: str, matches: list[str]) -> list[tuple[int, str, str]]:
@@ -53,23 +47,31 @@ def series_members(series: str, pattern: str, matches: list[str]) -> list[tuple[
         by_step[step] = match
         # A path without a folder or a known suffix would read as an open_clip tag.
         pretrained = match if "/" in match else f"./{match}"
-        members.append((step, f"{series}.{path.stem}", pretrained))
+        members.append((step, member_name(series, path), pretrained))
     return sorted(members)
 
 
 def expand_checkpoint_series(config: dict, find=None) -> None:
     """Replace each series entry of config["models"] (in place, keeping the models' order) by its members, and
-    record the series under SERIES_KEY. `find(pattern)` lists the matching files (default: glob)."""
+    record the series under SERIES_KEY. `find(pattern)` lists the matching files (default: glob). With
+    READY_KEY, only the files it lists are members, and a series with none yet is left out, with the `evaluate`
+    entries that name it."""
     find = find or (lambda pattern: [path for path in glob.glob(pattern, recursive=True) if Path(path).is_file()])
-    models, series = {}, {}
+    ready = ready_files(config[READY_KEY]) if READY_KEY in config else None
+    models, series, left_out = {}, {}, set()
     for name, entry in config["models"].items():
         if SERIES_GLOB not in entry:
             models[name] = entry
             continue
         pattern = entry[SERIES_GLOB]
         shared = {key: value for key, value in entry.items() if key != SERIES_GLOB}
-        series[name] = []
         matches = find(pattern)
+        if ready is not None:
+            matches = [match for match in matches if os.path.abspath(match) in ready]
+            if not matches:
+                left_out.add(name)
+                continue
+        series[name] = []
         if len(matches) > MAX_SERIES_MEMBERS:
             raise ClipevalError(
                 f"{location(('models', name, SERIES_GLOB))}: {pattern!r} matches {len(matches):,} files, more than the"
@@ -83,17 +85,31 @@ def expand_checkpoint_series(config: dict, find=None) -> None:
                 )
             models[member] = {**shared, "pretrained": pretrained}
             series[name].append([step, member])
+    if not models:
+        raise ClipevalError(f"{READY_KEY}: {config[READY_KEY]} lists no checkpoint of any series yet")
     config["models"] = models
     config[SERIES_KEY] = series
-    _expand_evaluate(config, series)
+    _expand_evaluate(config, series, left_out)
 
 
-def _expand_evaluate(config: dict, series: dict) -> None:
-    """`evaluate` entries that name a series name each of its members."""
+def ready_files(listing: str) -> set[str]:
+    """The absolute paths a ready list names, one a line."""
+    try:
+        lines = Path(listing).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        why = getattr(error, "strerror", None) or error
+        raise ClipevalError(f"{READY_KEY}: {listing}: cannot read the list of checkpoints ({why})") from None
+    return {os.path.abspath(line) for line in lines if line}
+
+
+def _expand_evaluate(config: dict, series: dict, left_out: set) -> None:
+    """`evaluate` entries that name a series name each of its members; those of a series left out go."""
     if "evaluate" not in config:
         return
     expanded = []
     for entry in config["evaluate"]:
+        if entry["model"] in left_out:
+            continue
         members = series.get(entry["model"])
         expanded += [{**entry, "model": model} for _, model in members] if members else [entry]
     config["evaluate"] = expanded

@@ -64,3 +64,21 @@ def series_markdown(rows: list[dict]) -> list[str]:
         lines.append("|---|---|---|")
         lines += [f"| {row['step']} | {row['model']} | {_value_cell(row)} |" for row in members]
     return lines
+
+
+def member_headline(path, model: str) -> str:
+    """One series member's main metrics from a series.csv, `shapes-test mean recall 12.34, …` with the best
+    step marked; empty when the table has none of its rows or cannot be read."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = [row for row in csv.DictReader(handle) if row.get("model") == model]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return ""
+    parts = []
+    for row in rows:
+        label = MAIN_METRIC_LABEL.get(row.get("task"), row.get("metric"))
+        value = f"{float(row['value']):.2f}" if row.get("value") else "n/a"
+        parts.append(f"{row['dataset']} {label} {value}{' (best so far)' if row.get('best') == 'yes' else ''}")
+    return ", ".join(parts)

@@ -1,0 +1,242 @@
+"""`clipeval follow`'s parts: which files are written whole, which have settled, what each round evaluates with
+a stand-in for the workflow, and how a failed run's output is told (clipeval/following/)."""
+
+import io
+import json
+import struct
+import zipfile
+
+import pytest
+
+from clipeval.errors import ClipevalError
+from clipeval.following.loop import Follower, follow
+from clipeval.following.runs import followed_series, problem
+from clipeval.following.watch import Watch
+from clipeval.models.checkpoint_files import written_whole
+
+
+def zip_checkpoint() -> bytes:
+    """The bytes torch.save writes: a zip archive (stored, as torch writes it)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("archive/data.pkl", b"\x80\x02}q\x00." * 50)
+        archive.writestr("archive/data/0", bytes(range(256)) * 8)
+    return buffer.getvalue()
+
+
+def safetensors_checkpoint() -> bytes:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}, "__metadata__": {}}).encode()
+    return struct.pack("<Q", len(header)) + header + bytes(16)
+
+
+@pytest.mark.parametrize("suffix, whole", [(".pt", zip_checkpoint()), (".safetensors", safetensors_checkpoint())])
+def test_a_checkpoint_cut_anywhere_is_not_whole_and_the_whole_one_is(tmp_path, suffix, whole):
+    path = tmp_path / f"epoch_1{suffix}"
+    path.write_bytes(whole)
+    assert written_whole(path)
+    for cut in sorted({1, 7, 8, 9, len(whole) // 2, len(whole) - 22, len(whole) - 1}):
+        path.write_bytes(whole[:cut])
+        assert not written_whole(path), cut
+    path.write_bytes(whole + b"\0")
+    assert written_whole(path) == (suffix == ".pt")  # a zip may carry bytes after its end; safetensors may not
+
+
+def test_a_file_that_cannot_tell_counts_as_whole_and_one_that_cannot_be_read_does_not(tmp_path):
+    legacy = tmp_path / "epoch_1.pt"
+    legacy.write_bytes(b"\x80\x02legacy pickle")
+    assert written_whole(legacy)
+    assert not written_whole(tmp_path / "gone.pt")
+
+
+def test_a_file_is_ready_once_unchanged_for_the_settling_time():
+    sizes = {"a": (10, 1), "b": (5, 1)}
+    watch = Watch(settle=5)
+    ready = lambda now: watch.ready(["a", "b"], now, look=sizes.get, whole=lambda path: True)  # noqa: E731
+    assert ready(0) == {}
+    assert ready(4.9) == {}
+    sizes["b"] = (9, 2)  # still being written
+    assert ready(5) == {"a": (10, 1)}
+    assert ready(9.9) == {"a": (10, 1)}
+    assert ready(10) == {"a": (10, 1), "b": (9, 2)}
+    del sizes["a"]  # removed
+    assert ready(11) == {"b": (9, 2)}
+
+
+def test_an_empty_or_unfinished_file_is_never_ready():
+    watch = Watch(settle=0)
+    assert watch.ready(["empty"], 0, look=lambda path: (0, 1), whole=lambda path: True) == {}
+    assert watch.ready(["cut"], 0, look=lambda path: (9, 1), whole=lambda path: False) == {}
+
+
+class Workflow:
+    """A stand-in for the workflow's runs: records what each run listed; fails a run listing a `bad` file."""
+
+    def __init__(self, follower_of, bad=()):
+        self.runs, self.bad, self.follower_of = [], set(bad), follower_of
+
+    def __call__(self, new_paths, new_models):
+        listed = self.follower_of().ready_list.read_text().split()
+        self.runs.append(([path.rsplit("/", 1)[1] for path in listed], new_models))
+        if any(path.rsplit("/", 1)[1] in self.bad for path in listed):
+            return "failed: describe_model (logs/x.log): cannot read the checkpoint"
+        return None
+
+
+def a_follower(tmp_path, bad=(), last_step=None, settle=1):
+    said = []
+    holder = []
+    workflow = Workflow(lambda: holder[0], bad)
+    follower = Follower(
+        {"run": str(tmp_path / "run/epoch_*.pt")},
+        tmp_path / "ready.txt",
+        workflow,
+        settle=settle,
+        last_step=last_step,
+        say=said.append,
+    )
+    holder.append(follower)
+    (tmp_path / "run").mkdir(parents=True)
+    return follower, workflow, said
+
+
+def test_each_checkpoint_is_evaluated_once_when_whole_with_the_ones_before(tmp_path):
+    follower, workflow, said = a_follower(tmp_path)
+    whole = zip_checkpoint()
+    (tmp_path / "run/epoch_1.pt").write_bytes(whole)
+    (tmp_path / "run/epoch_2.pt").write_bytes(whole[:100])  # being written
+    (tmp_path / "run/epoch_latest.pt").write_bytes(whole)
+    follower.round(0)
+    assert workflow.runs == []
+    follower.round(1)
+    assert workflow.runs == [(["epoch_1.pt"], ["run.epoch_1"])]
+    follower.round(2)
+    assert len(workflow.runs) == 1  # nothing new
+    (tmp_path / "run/epoch_2.pt").write_bytes(whole)
+    (tmp_path / "run/epoch_3.pt").write_bytes(whole)
+    follower.round(3)
+    follower.round(4)
+    assert workflow.runs[1:] == [(["epoch_1.pt", "epoch_2.pt", "epoch_3.pt"], ["run.epoch_2", "run.epoch_3"])]
+    assert said == [
+        f"{tmp_path}/run/epoch_latest.pt: its name has no step number (epoch_3.pt); not followed",
+        "evaluating run.epoch_1",
+        "evaluated run.epoch_1 (step 1)",
+        "evaluating run.epoch_2, run.epoch_3",
+        "evaluated run.epoch_2 (step 2)",
+        "evaluated run.epoch_3 (step 3)",
+    ]
+
+
+def test_a_bad_checkpoint_names_itself_holds_back_no_other_and_is_tried_again_once_changed(tmp_path):
+    follower, workflow, said = a_follower(tmp_path, bad={"epoch_2.pt"})
+    for epoch in (1, 2, 3):
+        (tmp_path / f"run/epoch_{epoch}.pt").write_bytes(zip_checkpoint())
+    follower.round(0)
+    follower.round(1)
+    follower.round(2)
+    failure = "failed: describe_model (logs/x.log): cannot read the checkpoint"
+    assert workflow.runs == [
+        (["epoch_1.pt", "epoch_2.pt", "epoch_3.pt"], ["run.epoch_1", "run.epoch_2", "run.epoch_3"]),
+        (["epoch_1.pt"], ["run.epoch_1"]),
+        (["epoch_1.pt", "epoch_2.pt"], ["run.epoch_2"]),
+        (["epoch_1.pt", "epoch_3.pt"], ["run.epoch_3"]),
+    ]
+    assert said[1:] == [
+        f"the evaluation of 3 new checkpoints failed ({failure}); trying them one at a time",
+        "evaluating run.epoch_1",
+        "evaluated run.epoch_1 (step 1)",
+        "evaluating run.epoch_2",
+        f"{tmp_path}/run/epoch_2.pt: its evaluation failed ({failure}); tried again once the file changes",
+        "evaluating run.epoch_3",
+        "evaluated run.epoch_3 (step 3)",
+    ]
+    workflow.bad.clear()
+    (tmp_path / "run/epoch_2.pt").write_bytes(zip_checkpoint() + b"\0")  # written again
+    follower.round(3)
+    follower.round(4)
+    assert workflow.runs[4:] == [(["epoch_1.pt", "epoch_3.pt", "epoch_2.pt"], ["run.epoch_2"])]
+
+
+def test_a_removed_checkpoint_leaves_the_next_evaluation_and_the_last_step_ends_the_loop(tmp_path):
+    follower, workflow, said = a_follower(tmp_path, last_step=3, settle=0)
+    for epoch in (1, 2):
+        (tmp_path / f"run/epoch_{epoch}.pt").write_bytes(zip_checkpoint())
+    follower.round(0)
+    assert not follower.finished()
+    (tmp_path / "run/epoch_1.pt").unlink()
+    (tmp_path / "run/epoch_3.pt").write_bytes(zip_checkpoint())
+    follower.round(1)
+    assert workflow.runs[-1] == (["epoch_2.pt", "epoch_3.pt"], ["run.epoch_3"])
+    assert f"{tmp_path}/run/epoch_1.pt: gone; the next evaluation leaves run.epoch_1 out" in said
+    assert follower.finished()
+
+
+def test_the_loop_stops_at_the_last_step_on_a_signal_or_once_what_is_there_has_settled(tmp_path):
+    class Clock:
+        now = 0.0
+
+        def __call__(self):
+            return self.now
+
+        def sleep(self, seconds):
+            self.now += seconds
+
+    follower, workflow, said = a_follower(tmp_path, last_step=2, settle=1)
+    (tmp_path / "run/epoch_2.pt").write_bytes(zip_checkpoint())
+    clock = Clock()
+    assert follow(follower, 5, False, clock, clock.sleep, lambda: False) == "every series reached step 2"
+    assert clock.now == pytest.approx(5)
+
+    follower, workflow, said = a_follower(tmp_path / "once", settle=1)
+    (tmp_path / "once/run/epoch_1.pt").write_bytes(zip_checkpoint())
+    clock = Clock()
+    assert follow(follower, 30, True, clock, clock.sleep, lambda: False) == "evaluated every checkpoint that was ready"
+    assert [models for _, models in workflow.runs] == [["run.epoch_1"]] and clock.now == pytest.approx(1)
+
+    follower, workflow, said = a_follower(tmp_path / "signal", settle=0)
+    clock = Clock()
+    stop = []
+    clock.sleep = lambda seconds: (setattr(clock, "now", clock.now + seconds), stop.append(15))
+    assert follow(follower, 30, False, clock, clock.sleep, lambda: bool(stop)) == "stopped by a signal"
+
+
+def test_a_run_stopped_by_a_signal_is_not_held_against_its_checkpoint(tmp_path):
+    follower, workflow, said = a_follower(tmp_path, bad={"epoch_1.pt"}, settle=0)
+    (tmp_path / "run/epoch_1.pt").write_bytes(zip_checkpoint())
+    follower.round(0, stopping=lambda: True)
+    assert follower.failed == {} and follower.evaluated == {}
+    assert said[-1] == "stopped while evaluating run.epoch_1; the next follow evaluates them"
+
+
+def test_a_failed_run_is_told_in_one_line_and_one_not_of_the_new_checkpoints_ends_the_follow(tmp_path):
+    log = tmp_path / "follow.log"
+    assert problem(0, "anything", log, [], []) is None
+    output = "Building DAG of jobs...\nfailed: describe_model (logs/d.log): BadZipFile\nExiting because a job failed\n"
+    assert problem(1, output, log, ["run/epoch_2.pt"], ["run.epoch_2"]) == (
+        f"failed: describe_model (logs/d.log): BadZipFile; the run's output: {log}"
+    )
+    named = "config error: models.run.checkpoints: run/epoch_2.pt and run/epoch_02.pt both have step 2\n"
+    assert problem(1, named, log, ["run/epoch_02.pt"], ["run.epoch_02"]).startswith("config error: models.run")
+    with pytest.raises(ClipevalError) as error:
+        problem(1, "config error: datasets.x.images: not found\n", log, ["run/epoch_2.pt"], ["run.epoch_2"])
+    assert str(error.value) == "datasets.x.images: not found"
+    with pytest.raises(ClipevalError) as error:
+        problem(1, "LockException:\nError: Directory cannot be locked. Please make sure", log, [], [])
+    assert str(error.value).startswith("another Snakemake run holds this folder's lock (.snakemake/locks)")
+
+
+def test_the_followed_series_are_the_models_with_checkpoints_and_a_config_without_one_is_refused(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "models:\n  run: {arch: RN50, checkpoints: 'a/epoch_*.pt'}\n  tag: {arch: RN50, pretrained: openai}\n"
+    )
+    assert followed_series(config) == {"run": "a/epoch_*.pt"}
+    config.write_text("models:\n  tag: {arch: RN50, pretrained: openai}\n")
+    with pytest.raises(ClipevalError) as error:
+        followed_series(config)
+    assert str(error.value) == (
+        f"{config}: no model names `checkpoints:` (a glob of a run's checkpoint files) to follow"
+    )
+    config.write_text('__use_yte__: true\nmodels: ?open("evaluated", "w")\n')
+    with pytest.raises(ClipevalError) as error:
+        followed_series(config)
+    assert "__use_yte__ asks Snakemake to run the config's ?-expressions as Python" in str(error.value)

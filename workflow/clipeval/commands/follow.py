@@ -1,0 +1,78 @@
+import argparse
+from pathlib import Path
+
+HELP = (
+    "follow a training run: evaluate each checkpoint of the config's series once it is written whole, until a"
+    " signal or --last-step"
+)
+LIBRARIES = ("pyyaml",)
+
+
+def seconds(text) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "config", nargs="?", type=Path, default=Path("config/config.yaml"), help="a config with a checkpoint series"
+    )
+    parser.add_argument("--poll", type=seconds, default=30.0, help="seconds between looks at the series' files")
+    parser.add_argument(
+        "--settle", type=seconds, default=10.0, help="seconds a file must stay unchanged before it is evaluated"
+    )
+    parser.add_argument("--last-step", type=int, help="stop once every series has a checkpoint of this step or later")
+    parser.add_argument("--once", action="store_true", help="evaluate the checkpoints written now, then stop")
+    parser.add_argument("--cores", default="all", help="Snakemake's --cores")
+    parser.add_argument("--profile", help="a Snakemake profile, for example profiles/slurm")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="the workflow's results folder")
+
+
+def run(args):
+    import signal
+    import time
+
+    from clipeval.experiments import experiment_dir, experiment_of_configs
+    from clipeval.following.loop import Follower, follow
+    from clipeval.following.runs import followed_series, problem, run_logged, snakemake_command
+    from clipeval.reporting.series_table import member_headline
+
+    series = followed_series(args.config)
+    experiment = experiment_of_configs([args.config], args.results)
+    folder = experiment_dir(args.results, experiment)
+    ready_list = args.results / "follow" / f"{experiment}.checkpoints"
+    log = Path("logs/follow") / f"{experiment}.log"
+    command = snakemake_command(args.config, ready_list, args.cores, args.profile)
+    running, stop = [], []
+
+    def on_signal(number, frame):
+        stop.append(number)
+        for process in running:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)  # Snakemake stops its jobs and frees its lock
+
+    def evaluate(new_paths, new_models):
+        status, output = run_logged(command, log, running.append)
+        running.clear()
+        return problem(status, output, log, new_paths, new_models)
+
+    def headline(model):
+        found = member_headline(folder / "series.csv", model)
+        return f": {found}" if found else ""
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    follower = Follower(
+        series,
+        ready_list,
+        evaluate,
+        args.settle,
+        args.last_step,
+        say=lambda line: print(line, flush=True),
+        headline=headline,
+    )
+    print(f"following {', '.join(f'{name} ({pattern})' for name, pattern in series.items())}; log: {log}", flush=True)
+    reason = follow(follower, args.poll, args.once, time.monotonic, time.sleep, lambda: bool(stop))
+    print(f"{reason}; {len(follower.evaluated)} checkpoints evaluated, results in {folder}")
