@@ -1,7 +1,7 @@
 # clipeval: evaluate CLIP-style models on image-text retrieval and zero-shot classification.
 # Run: snakemake --cores all   (see README.md)
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("8.20")
 
@@ -17,12 +17,13 @@ include: "workflow/rules/common.smk"
 
 
 # The config against config/schema.yaml before any rule reads it: the first
-# error as one line naming the entry and key (common.smk). Then Snakemake's
-# own validation, which fills in the schema's defaults, the defaults that
-# derive from other keys, and the checks that span sections and the files
-# the config names.
-check_schema()
-validate(config, "config/schema.yaml")
+# error as one line naming the entry and key (common.smk). Then the schema's
+# defaults filled in as Snakemake's validate() does (config_errors.py), the
+# defaults that derive from other keys, and the checks that span sections and
+# the files the config names.
+SCHEMA = read_schema()
+check_schema(SCHEMA)
+fill_defaults(config, SCHEMA)
 PLAN = checked_plan()
 
 
@@ -41,6 +42,11 @@ include: "workflow/rules/report.smk"
 # `snakemake --report FILE.html`: this page opens it; the figures and tables
 # are the outputs marked with report() in report.smk.
 report: "workflow/report/workflow.rst"
+
+
+# The rules' code fingerprints are known: the imports read for them are kept
+# for the next plan (common.smk).
+CODE_GRAPH.save_cache()
 
 
 # Under a cluster profile these run on the submitting node: each is seconds

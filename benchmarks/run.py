@@ -16,6 +16,7 @@ import knn
 import knn_settings
 import numerics_cost
 import peer
+import planning
 import scoring
 import shared_machine
 import sweep
@@ -26,7 +27,7 @@ HEADER = """# Benchmarks
 
 Written by `make bench` (`benchmarks/run.py`), which runs every script in
 `benchmarks/` and prints each stage's time as a ratio to a floor measured in
-the same run: the float32 matrix product of the same shape for knn and
+the same run: Snakemake's own start for planning, the float32 matrix product of the same shape for knn and
 scoring, the raw orjson parse for feature files, the model's forward pass for
 extraction, the native code path for the portable profile's pins, and
 CLIP_benchmark (installed from the package index for the run) on the same
@@ -66,6 +67,7 @@ if __name__ == "__main__":
     tee = sys.stdout = Tee(sys.stdout)
     print(f"Machine: {machine()}")
     extraction.main([])  # first: it pins torch's numerics, which must happen before anything imports torch
+    planning.main([])
     knn.main([])
     knn_settings.main([])
     feature_io.main([])

@@ -88,3 +88,30 @@ def test_the_digest_changes_with_exactly_the_code_a_command_runs(tmp_path):
         "alpha",
         "beta",
     }
+
+
+def test_the_imports_kept_between_plans_are_those_of_each_files_content(tmp_path):
+    """A graph that reads its modules' imports from the cache gives the closures and digests of one that
+    parses them, a module whose content changed is parsed again, and a cache that is not one is ignored."""
+    package = write_package(tmp_path)
+    cache = tmp_path / "cache/import-graph.json"
+    entries = [command_entry_modules(command) for command in ("alpha", "beta")]
+    parsed = CodeGraph(package)
+    first = CodeGraph(package, cache_file=cache)
+    assert [first.closure(entry) for entry in entries] == [parsed.closure(entry) for entry in entries]
+    first.save_cache()
+    assert cache.is_file()
+    cached = CodeGraph(package, cache_file=cache)
+    assert [(cached.closure(entry), cached.digest(entry)) for entry in entries] == [
+        (parsed.closure(entry), parsed.digest(entry)) for entry in entries
+    ]
+    assert not cached._cache_changed  # every module's imports came from the cache
+
+    (package / "commands/beta.py").write_text("from clipeval.models import tower\nfrom clipeval import unused\n")
+    changed = CodeGraph(package, cache_file=cache)
+    assert "clipeval.unused" in changed.closure(command_entry_modules("beta"))
+    assert changed.closure(command_entry_modules("beta")) == CodeGraph(package).closure(command_entry_modules("beta"))
+
+    for broken in ("not json", '{"clipeval.cli": "x"}', "[1, 2]"):
+        cache.write_text(broken)
+        assert CodeGraph(package, cache_file=cache).closure(entries[0]) == parsed.closure(entries[0])

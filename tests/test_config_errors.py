@@ -2,6 +2,7 @@
 
 import copy
 
+import jsonschema
 import pytest
 import yaml
 from conftest import REPO
@@ -239,3 +240,26 @@ def test_the_alias_count_read_from_the_node_graph_is_the_expanded_one(tmp_path_f
         finally:
             config_files.MAX_VALUES = saved
         assert refused == (total > limit)
+
+
+@pytest.mark.parametrize(
+    "config_path",
+    [REPO / "config/config.yaml", *sorted((REPO / "config/examples").glob("*.yaml"))],
+    ids=lambda p: p.stem,
+)
+def test_the_defaults_filled_from_the_read_schema_are_snakemakes(config_path):
+    """fill_defaults stands in for Snakemake's validate(config, "config/schema.yaml"): the same config after it,
+    for the default config and every example, read with the parser the workflow reads the schema with."""
+    from snakemake.utils import validate
+
+    from clipeval.planning.config_errors import fill_defaults
+
+    text = (REPO / "config/schema.yaml").read_text()
+    schema = yaml.load(text, Loader=yaml.CSafeLoader)
+    assert schema == yaml.safe_load(text)
+    ours, snakemakes = (yaml.safe_load(config_path.read_text()) for _ in range(2))
+    fill_defaults(ours, schema)
+    validate(snakemakes, str(REPO / "config/schema.yaml"))
+    assert ours == snakemakes
+    with pytest.raises(jsonschema.ValidationError):
+        fill_defaults({**ours, "knn": {"top_k": "ten"}}, schema)

@@ -30,7 +30,7 @@ from clipeval.planning.argument_files import argument_file
 from clipeval.planning.artifacts import ARTIFACTS, RESULTS, names_matching
 from clipeval.planning.checks import check_cores, check_plan
 from clipeval.planning.codegraph import CodeGraph
-from clipeval.planning.config_errors import config_error, oversized_error
+from clipeval.planning.config_errors import config_error, fill_defaults, oversized_error
 from clipeval.storage.config_files import alias_error, duplicate_key_error, yte_error
 from clipeval.planning.model_checks import check_in_subprocess, check_models
 from clipeval.planning.content_digests import file_digest, folder_digest
@@ -94,7 +94,8 @@ def as_resource(setting):
     return setting
 
 
-CODE_GRAPH = CodeGraph(PACKAGE_DIR)
+# Each module's imports, as read from its content, are kept between plans in Snakemake's own folder.
+CODE_GRAPH = CodeGraph(PACKAGE_DIR, cache_file=Path(".snakemake/clipeval/import-graph.json"))
 
 
 def code_fingerprint(command, source_format=None, model_backends=()):
@@ -127,8 +128,13 @@ def written_or_fail(write, *args):
         fail(f"{error.filename}: cannot write ({error.strerror or error})", kind="error")
 
 
-def check_schema():
-    schema = yaml.safe_load((Path(workflow.basedir) / "config/schema.yaml").read_text())
+def read_schema():
+    """config/schema.yaml, parsed by libyaml where PyYAML has it (ten times the pure-Python parser's speed)."""
+    text = (Path(workflow.basedir) / "config/schema.yaml").read_text(encoding="utf-8")
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def check_schema(schema):
     for path in config_files():
         message = yte_error(path) or alias_error(path) or duplicate_key_error(path)
         if message:

@@ -10,6 +10,8 @@ planning.
 
 import ast
 import hashlib
+import json
+import os
 from pathlib import Path
 
 PACKAGE = "clipeval"
@@ -26,10 +28,16 @@ class CodeGraph:
     while it plans.
     """
 
-    def __init__(self, package_dir):
+    def __init__(self, package_dir, cache_file=None):
+        """`cache_file`: a JSON file of each module's imports as read from a content (its sha256), kept between
+        plans: parsing every module with ast is a third of a plan's own time. A changed file is read anew;
+        an unreadable cache is ignored."""
         self.package_dir = Path(package_dir)
         self._imports = {}
         self._files = {}
+        self.cache_file = Path(cache_file) if cache_file else None
+        self._cache = _read_cache(self.cache_file) if self.cache_file else {}
+        self._cache_changed = False
 
     def source_file(self, module: str) -> Path | None:
         """The file that defines `module`, or None if it is not part of the package."""
@@ -59,7 +67,26 @@ class CodeGraph:
 
     def _parse_imports(self, module: str) -> set[str]:
         path = self.source_file(module)
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        content = path.read_bytes()
+        key = hashlib.sha256(content).hexdigest()
+        cached = self._cache.get(module)
+        if cached is not None and cached[0] == key:
+            found = set(cached[1])
+        else:
+            found = self._named_imports(module, path, content)
+            self._cache[module] = [key, sorted(found)]
+            self._cache_changed = True
+        return {
+            parent
+            for name in found
+            if self.source_file(name)
+            for parent in _with_parents(name)
+            if self.source_file(parent)
+        }
+
+    def _named_imports(self, module: str, path: Path, content: bytes) -> set[str]:
+        """Every module name the source imports or may import, as written (resolved from relative forms)."""
+        tree = ast.parse(content.decode("utf-8"), filename=str(path))
         package = module if self._is_package(module) else module.rpartition(".")[0]
         found = set()
         for node in _statements(tree.body):
@@ -75,13 +102,21 @@ class CodeGraph:
                 found.add(base)
                 # `from package import name` may name a submodule.
                 found.update(f"{base}.{alias.name}" for alias in node.names)
-        return {
-            parent
-            for name in found
-            if self.source_file(name)
-            for parent in _with_parents(name)
-            if self.source_file(parent)
-        }
+        return found
+
+    def save_cache(self) -> None:
+        """Write the cache if this graph read a module it did not hold, whole or not at all (a concurrent plan
+        writes the same entries; a folder that refuses the write only loses the saving)."""
+        if not self.cache_file or not self._cache_changed:
+            return
+        temporary = self.cache_file.with_name(f".{self.cache_file.name}.{os.getpid()}")
+        try:
+            self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(self._cache, sort_keys=True), encoding="utf-8")
+            os.replace(temporary, self.cache_file)
+            self._cache_changed = False
+        except OSError:
+            temporary.unlink(missing_ok=True)
 
     def closure(self, entry_modules) -> list[str]:
         """The entry modules and every package module they import, transitively, sorted."""
@@ -124,6 +159,25 @@ def _statements(body):
             nested = getattr(node, field, None)
             if isinstance(nested, list):
                 yield from _statements(nested)
+
+
+def _read_cache(path: Path) -> dict:
+    """{module: [sha256 of its content, [names it imports]]}, or {} where the file is missing or not that."""
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(cache, dict):
+        return {}
+    return {
+        module: entry
+        for module, entry in cache.items()
+        if isinstance(entry, list)
+        and len(entry) == 2
+        and isinstance(entry[0], str)
+        and isinstance(entry[1], list)
+        and all(isinstance(name, str) for name in entry[1])
+    }
 
 
 def _with_parents(module: str) -> list[str]:
