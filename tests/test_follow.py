@@ -240,3 +240,82 @@ def test_the_followed_series_are_the_models_with_checkpoints_and_a_config_withou
     with pytest.raises(ClipevalError) as error:
         followed_series(config)
     assert "__use_yte__ asks Snakemake to run the config's ?-expressions as Python" in str(error.value)
+
+
+SERIES_ROWS = [
+    {"series": "run", "step": "1", "dataset": "flickr", "metric": "mean_recall", "value": "10.5"},
+    {"series": "run", "step": "2", "dataset": "flickr", "metric": "mean_recall", "value": "12.25"},
+    {"series": "run", "step": "2", "dataset": "cifar", "metric": "top1", "value": ""},
+    {"series": "run", "step": "10", "dataset": "flickr", "metric": "mean_recall", "value": "15"},
+    {"series": "other", "step": "3", "dataset": "flickr", "metric": "mean_recall", "value": "1"},
+]
+
+
+def test_only_steps_beyond_those_logged_are_logged_in_step_order():
+    from clipeval.following.wandb_runs import loggable, run_id
+
+    assert loggable(SERIES_ROWS, {"run": 1}) == {
+        "run": [(2, {"flickr/mean_recall": 12.25}), (10, {"flickr/mean_recall": 15.0})],
+        "other": [(3, {"flickr/mean_recall": 1.0})],
+    }
+    assert loggable(SERIES_ROWS, {"run": 10, "other": 3}) == {}
+    assert run_id("my.exp", "run/1") == "my-exp-run-1"
+
+
+def wandb_records(path):
+    """The protobuf records of a W&B transaction log (.wandb): a 7-byte header, then LevelDB's log format of
+    32 KiB blocks, each chunk behind a 7-byte header (CRC, length, type: 1 whole, 2 first, 3 middle, 4 last)."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    records, pending, offset, block = [], b"", 7, 32768
+    while offset + 7 <= len(data):
+        left = block - offset % block
+        if left < 7:
+            offset += left
+            continue
+        _, length, kind = struct.unpack("<IHB", data[offset : offset + 7])
+        if kind == 0:
+            offset += left
+            continue
+        pending += data[offset + 7 : offset + 7 + length]
+        offset += 7 + length
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            records.append(record)
+            pending = b""
+    return records
+
+
+def test_a_follow_logs_each_series_to_its_wandb_run_offline_and_not_twice_after_a_restart(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    from clipeval.following.wandb_runs import WandbRuns
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    state = tmp_path / "steps.json"
+    runs = WandbRuns("clipeval-test", "exp", tmp_path / "wandb-files", state)
+    assert runs.log(SERIES_ROWS[:2]) == ["logged steps 1, 2 of run to W&B (exp-run)"]
+    runs.close()
+    restarted = WandbRuns("clipeval-test", "exp", tmp_path / "wandb-files", state)
+    assert restarted.log(SERIES_ROWS) == [
+        "logged steps 10 of run to W&B (exp-run)",
+        "logged steps 3 of other to W&B (exp-other)",
+    ]
+    restarted.close()
+    assert json.loads(state.read_text()) == {"other": 3, "run": 10}
+
+    logged = {}
+    for path in sorted((tmp_path / "wandb-files/wandb").glob("offline-run-*/run-*.wandb")):
+        records = wandb_records(path)
+        run = next(record.run for record in records if record.WhichOneof("record_type") == "run")
+        assert run.project == "clipeval-test" and run.display_name == f"exp/{run.run_id.removeprefix('exp-')}"
+        for record in records:
+            if record.WhichOneof("record_type") == "history":
+                items = {
+                    item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item
+                }
+                logged.setdefault(run.run_id, []).append((items["_step"], items["flickr/mean_recall"]))
+    assert logged == {"exp-run": [(1, 10.5), (2, 12.25), (10, 15.0)], "exp-other": [(3, 1.0)]}

@@ -28,6 +28,11 @@ def add_arguments(parser):
     parser.add_argument("--cores", default="all", help="Snakemake's --cores")
     parser.add_argument("--profile", help="a Snakemake profile, for example profiles/slurm")
     parser.add_argument("--results", type=Path, default=Path("results"), help="the workflow's results folder")
+    parser.add_argument(
+        "--wandb",
+        metavar="PROJECT",
+        help="also log each checkpoint's main metrics to this Weights & Biases project (WANDB_MODE=offline: locally)",
+    )
 
 
 def run(args):
@@ -37,7 +42,7 @@ def run(args):
     from clipeval.experiments import experiment_dir, experiment_of_configs
     from clipeval.following.loop import Follower, follow
     from clipeval.following.runs import followed_series, problem, run_logged, snakemake_command
-    from clipeval.reporting.series_table import member_headline
+    from clipeval.reporting.series_table import member_headline, read_series_csv
 
     series = followed_series(args.config)
     experiment = experiment_of_configs([args.config], args.results)
@@ -59,8 +64,21 @@ def run(args):
         return problem(status, output, log, new_paths, new_models)
 
     def headline(model):
-        found = member_headline(folder / "series.csv", model)
+        found = member_headline(read_series_csv(folder / "series.csv"), model)
         return f": {found}" if found else ""
+
+    tracker = None
+    if args.wandb:
+        from clipeval.following.wandb_runs import WandbRuns
+
+        tracker = WandbRuns(
+            args.wandb, experiment, Path("logs/follow"), args.results / "follow" / f"{experiment}.wandb-steps.json"
+        )
+
+    def after_evaluation():
+        if tracker is not None:
+            for line in tracker.log(read_series_csv(folder / "series.csv")):
+                print(line, flush=True)
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
@@ -72,7 +90,12 @@ def run(args):
         args.last_step,
         say=lambda line: print(line, flush=True),
         headline=headline,
+        after_evaluation=after_evaluation,
     )
     print(f"following {', '.join(f'{name} ({pattern})' for name, pattern in series.items())}; log: {log}", flush=True)
-    reason = follow(follower, args.poll, args.once, time.monotonic, time.sleep, lambda: bool(stop))
+    try:
+        reason = follow(follower, args.poll, args.once, time.monotonic, time.sleep, lambda: bool(stop))
+    finally:
+        if tracker is not None:
+            tracker.close()
     print(f"{reason}; {len(follower.evaluated)} checkpoints evaluated, results in {folder}")

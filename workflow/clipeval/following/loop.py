@@ -27,8 +27,8 @@ def files_matching(pattern: str) -> list[str]:
 class Follower:
     """`series`: {name: glob}. `evaluate(new_paths, new_models)` runs the workflow on the checkpoints listed
     in `ready_list` (those evaluated before, then the new ones) and returns None, or what went wrong in one
-    line. `say` prints a line; `headline(model)` is a checkpoint's
-    main metrics after its evaluation."""
+    line. `say` prints a line; `headline(model)` is a checkpoint's main metrics after its evaluation, and
+    `after_evaluation()` runs after each evaluation that succeeded."""
 
     series: dict[str, str]
     ready_list: Path
@@ -37,6 +37,7 @@ class Follower:
     last_step: int | None = None
     say: Callable[[str], None] = print
     headline: Callable[[str], str] = lambda model: ""
+    after_evaluation: Callable[[], None] = lambda: None
     find: Callable[[str], list[str]] = files_matching
     evaluated: dict[str, tuple[int, int]] = field(default_factory=dict)
     failed: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -105,6 +106,7 @@ class Follower:
                 self.failed.pop(path, None)
                 model = self._model(path)
                 self.say(f"evaluated {model} (step {checkpoint_step(path)}){self.headline(model)}")
+            self.after_evaluation()
             return True
         if stopping():
             self.say(f"stopped while evaluating {', '.join(models)}; the next follow evaluates them")

@@ -66,18 +66,24 @@ def series_markdown(rows: list[dict]) -> list[str]:
     return lines
 
 
-def member_headline(path, model: str) -> str:
-    """One series member's main metrics from a series.csv, `shapes-test mean recall 12.34, …` with the best
-    step marked; empty when the table has none of its rows or cannot be read."""
+def read_series_csv(path) -> list[dict]:
+    """The rows of a summary's series.csv as text; none when it is missing or cannot be read."""
     import csv
 
     try:
         with open(path, newline="", encoding="utf-8") as handle:
-            rows = [row for row in csv.DictReader(handle) if row.get("model") == model]
+            return list(csv.DictReader(handle))
     except (OSError, UnicodeDecodeError, csv.Error):
-        return ""
+        return []
+
+
+def member_headline(rows: list[dict], model: str) -> str:
+    """One series member's main metrics from series.csv's rows, `shapes-test mean recall 12.34, …` with the
+    best step marked; empty when the rows have none of its."""
     parts = []
     for row in rows:
+        if row.get("model") != model:
+            continue
         label = MAIN_METRIC_LABEL.get(row.get("task"), row.get("metric"))
         value = f"{float(row['value']):.2f}" if row.get("value") else "n/a"
         parts.append(f"{row['dataset']} {label} {value}{' (best so far)' if row.get('best') == 'yes' else ''}")
