@@ -319,3 +319,47 @@ def test_a_follow_logs_each_series_to_its_wandb_run_offline_and_not_twice_after_
                 }
                 logged.setdefault(run.run_id, []).append((items["_step"], items["flickr/mean_recall"]))
     assert logged == {"exp-run": [(1, 10.5), (2, 12.25), (10, 15.0)], "exp-other": [(3, 1.0)]}
+
+
+def test_a_checkpoint_that_changes_while_evaluated_is_not_held_against_the_new_one(tmp_path):
+    follower, workflow, said = a_follower(tmp_path, settle=0)
+    (tmp_path / "run/epoch_1.pt").write_bytes(zip_checkpoint())
+    follower.round(0)
+    (tmp_path / "run/epoch_2.pt").write_bytes(zip_checkpoint())
+
+    def removed_during_the_run(new_paths, new_models):
+        (tmp_path / "run/epoch_1.pt").unlink()
+        return "failed: describe_model (logs/d.log): No such file"
+
+    follower.evaluate = removed_during_the_run
+    follower.round(1)
+    assert follower.failed == {}
+    assert said[-1] == (
+        "a checkpoint changed during the evaluation of run.epoch_2 (failed: describe_model (logs/d.log): No such"
+        " file); trying again"
+    )
+    follower.evaluate = workflow
+    follower.round(2)
+    assert workflow.runs[-1] == (["epoch_2.pt"], ["run.epoch_2"])
+
+
+def test_following_a_config_without_a_series_is_one_line_and_exit_1(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    config = tmp_path / "plain.yaml"
+    config.write_text("models:\n  tag: {arch: RN50, pretrained: openai}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "clipeval", "follow", str(config), "--once"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "workflow")},
+    )
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"clipeval: error: {config}: no model names `checkpoints:` (a glob of a run's checkpoint files) to follow\n"
+    )
+    assert not (tmp_path / "results").exists() and not (tmp_path / "logs").exists()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clipeval.following.watch import Watch
+from clipeval.following.watch import Watch, signature
 from clipeval.models.checkpoint_files import checkpoint_step, member_name
 from clipeval.storage.atomic import atomic_output
 
@@ -110,6 +110,9 @@ class Follower:
             return True
         if stopping():
             self.say(f"stopped while evaluating {', '.join(models)}; the next follow evaluates them")
+        elif any(signature(path) != ready[path] for path in [*kept, *new]):
+            # A file changed or went while it was evaluated: the failure may be that, not the new checkpoint's.
+            self.say(f"a checkpoint changed during the evaluation of {', '.join(models)} ({problem}); trying again")
         elif len(new) == 1:
             self.failed[new[0]] = ready[new[0]]
             self.say(f"{new[0]}: its evaluation failed ({problem}); tried again once the file changes")

@@ -77,6 +77,9 @@ def run_logged(command: list[str], log: Path, started) -> tuple[int, str]:
             stderr=subprocess.STDOUT,
             text=True,
             errors="replace",
+            # Its own session: a Ctrl-C at the terminal reaches the follow alone, which passes it on once
+            # (a second SIGINT would cut Snakemake's clean-up short and leave its lock).
+            start_new_session=True,
             preexec_fn=_stop_with_parent,
         )
         started(process)
