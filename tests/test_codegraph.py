@@ -112,6 +112,15 @@ def test_the_imports_kept_between_plans_are_those_of_each_files_content(tmp_path
     assert "clipeval.unused" in changed.closure(command_entry_modules("beta"))
     assert changed.closure(command_entry_modules("beta")) == CodeGraph(package).closure(command_entry_modules("beta"))
 
+    # The same text moved from a module into its own package's __init__.py imports from that package.
+    (package / "deep.py").unlink()
+    (package / "deep").mkdir()
+    (package / "deep/__init__.py").write_text("from .leaf import x\none = two = 1\n")
+    (package / "deep/leaf.py").write_text("x = 1\n")
+    moved = CodeGraph(package, cache_file=cache)
+    assert "clipeval.deep.leaf" in moved.closure(command_entry_modules("alpha"))
+    assert moved.closure(command_entry_modules("alpha")) == CodeGraph(package).closure(command_entry_modules("alpha"))
+
     for broken in ("not json", '{"clipeval.cli": "x"}', "[1, 2]"):
         cache.write_text(broken)
-        assert CodeGraph(package, cache_file=cache).closure(entries[0]) == parsed.closure(entries[0])
+        assert CodeGraph(package, cache_file=cache).closure(entries[0]) == CodeGraph(package).closure(entries[0])

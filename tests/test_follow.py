@@ -145,15 +145,37 @@ def test_a_bad_checkpoint_names_itself_holds_back_no_other_and_is_tried_again_on
         "evaluating run.epoch_1",
         "evaluated run.epoch_1 (step 1)",
         "evaluating run.epoch_2",
-        f"{tmp_path}/run/epoch_2.pt: its evaluation failed ({failure}); tried again once the file changes",
+        f"{tmp_path}/run/epoch_2.pt: its evaluation failed ({failure}); tried again once the file changes, or in"
+        " 10 minutes",
         "evaluating run.epoch_3",
         "evaluated run.epoch_3 (step 3)",
     ]
+    follower.round(100)
+    assert len(workflow.runs) == 4  # not tried again, unchanged, before retry_after
+    follower.round(1 + 600)  # a passing trouble (memory, the cluster) may have gone: tried again, and fails
+    assert workflow.runs[4:] == [(["epoch_1.pt", "epoch_3.pt", "epoch_2.pt"], ["run.epoch_2"])]
     workflow.bad.clear()
     (tmp_path / "run/epoch_2.pt").write_bytes(zip_checkpoint() + b"\0")  # written again
-    follower.round(3)
-    follower.round(4)
-    assert workflow.runs[4:] == [(["epoch_1.pt", "epoch_3.pt", "epoch_2.pt"], ["run.epoch_2"])]
+    follower.round(602)
+    follower.round(603)
+    assert workflow.runs[5:] == [(["epoch_1.pt", "epoch_3.pt", "epoch_2.pt"], ["run.epoch_2"])]
+    assert follower.failed == {} and sorted(follower.evaluated) == [
+        str(tmp_path / f"run/epoch_{n}.pt") for n in (1, 2, 3)
+    ]
+
+
+def test_a_failed_last_step_ends_the_follow_and_names_are_matched_whole(tmp_path):
+    from clipeval.following.runs import names
+
+    follower, workflow, said = a_follower(tmp_path, bad={"epoch_3.pt"}, last_step=3, settle=0)
+    for epoch in (1, 3):
+        (tmp_path / f"run/epoch_{epoch}.pt").write_bytes(zip_checkpoint())
+    follower.round(0)
+    assert list(follower.failed) == [str(tmp_path / "run/epoch_3.pt")] and follower.finished()
+    assert names("models.run.epoch_1: no such tag", "run.epoch_1")
+    assert names("run/epoch_1.pt and run/epoch_01.pt both have step 1.", "run/epoch_1.pt")
+    assert not names("models.run.epoch_10: no such tag", "run.epoch_1")
+    assert not names("myrun.epoch_1: x", "run.epoch_1")
 
 
 def test_a_removed_checkpoint_leaves_the_next_evaluation_and_the_last_step_ends_the_loop(tmp_path):
@@ -200,11 +222,14 @@ def test_the_loop_stops_at_the_last_step_on_a_signal_or_once_what_is_there_has_s
 
 
 def test_a_run_stopped_by_a_signal_is_not_held_against_its_checkpoint(tmp_path):
-    follower, workflow, said = a_follower(tmp_path, bad={"epoch_1.pt"}, settle=0)
-    (tmp_path / "run/epoch_1.pt").write_bytes(zip_checkpoint())
-    follower.round(0, stopping=lambda: True)
-    assert follower.failed == {} and follower.evaluated == {}
-    assert said[-1] == "stopped while evaluating run.epoch_1; the next follow evaluates them"
+    follower, workflow, said = a_follower(tmp_path, bad={"epoch_1.pt", "epoch_2.pt"}, settle=0)
+    for epoch in (1, 2):
+        (tmp_path / f"run/epoch_{epoch}.pt").write_bytes(zip_checkpoint())
+    follower.round(0, stopping=lambda: bool(workflow.runs))  # the signal comes during the first run
+    assert follower.failed == {} and follower.evaluated == {} and len(workflow.runs) == 1
+    assert said[-1] == "stopped while evaluating run.epoch_1, run.epoch_2; the next follow evaluates them"
+    follower.round(1, stopping=lambda: True)  # a signal before a run: none starts
+    assert len(workflow.runs) == 1
 
 
 def test_a_failed_run_is_told_in_one_line_and_one_not_of_the_new_checkpoints_ends_the_follow(tmp_path):
@@ -336,7 +361,7 @@ def test_a_checkpoint_that_changes_while_evaluated_is_not_held_against_the_new_o
     assert follower.failed == {}
     assert said[-1] == (
         "a checkpoint changed during the evaluation of run.epoch_2 (failed: describe_model (logs/d.log): No such"
-        " file); trying again"
+        " file); tried again once it has settled"
     )
     follower.evaluate = workflow
     follower.round(2)

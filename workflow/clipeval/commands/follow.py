@@ -27,7 +27,6 @@ def add_arguments(parser):
     parser.add_argument("--once", action="store_true", help="evaluate the checkpoints written now, then stop")
     parser.add_argument("--cores", default="all", help="Snakemake's --cores")
     parser.add_argument("--profile", help="a Snakemake profile, for example profiles/slurm")
-    parser.add_argument("--results", type=Path, default=Path("results"), help="the workflow's results folder")
     parser.add_argument(
         "--wandb",
         metavar="PROJECT",
@@ -35,19 +34,24 @@ def add_arguments(parser):
     )
 
 
+# Where the workflow writes (planning/artifacts.py's RESULTS): the folder it runs in.
+RESULTS = Path("results")
+
+
 def run(args):
     import signal
     import time
 
+    from clipeval.errors import ClipevalError
     from clipeval.experiments import experiment_dir, experiment_of_configs
     from clipeval.following.loop import Follower, follow
-    from clipeval.following.runs import followed_series, problem, run_logged, snakemake_command
+    from clipeval.following.runs import followed_series, interrupt, problem, run_logged, snakemake_command
     from clipeval.reporting.series_table import member_headline, read_series_csv
 
     series = followed_series(args.config)
-    experiment = experiment_of_configs([args.config], args.results)
-    folder = experiment_dir(args.results, experiment)
-    ready_list = args.results / "follow" / f"{experiment}.checkpoints"
+    experiment = experiment_of_configs([args.config], RESULTS)
+    folder = experiment_dir(RESULTS, experiment)
+    ready_list = RESULTS / "follow" / f"{experiment}.checkpoints"
     log = Path("logs/follow") / f"{experiment}.log"
     command = snakemake_command(args.config, ready_list, args.cores, args.profile)
     running, stop = [], []
@@ -55,11 +59,15 @@ def run(args):
     def on_signal(number, frame):
         stop.append(number)
         for process in running:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)  # Snakemake stops its jobs and frees its lock
+            interrupt(process)  # Snakemake stops its jobs and frees its lock
+
+    def started(process):
+        running.append(process)
+        if stop:  # a signal came before the run started: it stops at once
+            interrupt(process)
 
     def evaluate(new_paths, new_models):
-        status, output = run_logged(command, log, running.append)
+        status, output = run_logged(command, log, started)
         running.clear()
         return problem(status, output, log, new_paths, new_models)
 
@@ -72,7 +80,7 @@ def run(args):
         from clipeval.following.wandb_runs import WandbRuns
 
         tracker = WandbRuns(
-            args.wandb, experiment, Path("logs/follow"), args.results / "follow" / f"{experiment}.wandb-steps.json"
+            args.wandb, experiment, Path("logs/follow"), RESULTS / "follow" / f"{experiment}.wandb-steps.json"
         )
 
     def after_evaluation():
@@ -99,3 +107,5 @@ def run(args):
         if tracker is not None:
             tracker.close()
     print(f"{reason}; {len(follower.evaluated)} checkpoints evaluated, results in {folder}")
+    if follower.failed:
+        raise ClipevalError(f"{len(follower.failed)} checkpoints failed: {', '.join(sorted(follower.failed))}")

@@ -3,9 +3,9 @@ evaluated before (a run of the workflow whose `ready_checkpoints` list names the
 the series plot and the TensorBoard events cover every checkpoint so far while only new ones cost jobs.
 
 A batch whose run fails is tried again one checkpoint at a time, so that one bad file names itself and does
-not hold the others back. A failed file is tried again only once it changes. The loop's state is only in
-memory: after a kill, the next follow evaluates every ready file again, and the workflow's cache runs only
-what the kill left undone.
+not hold the others back. A failed file is tried again once it changes, or after `retry_after` seconds. The
+loop's state is only in memory: after a kill, the next follow evaluates every ready file again, and the
+workflow's cache runs only what the kill left undone.
 """
 
 import glob
@@ -17,6 +17,9 @@ from pathlib import Path
 from clipeval.following.watch import Watch, signature
 from clipeval.models.checkpoint_files import checkpoint_step, member_name
 from clipeval.storage.atomic import atomic_output
+
+# What one evaluation came to.
+EVALUATED, FAILED, CHANGED, STOPPED = "evaluated", "failed", "changed", "stopped"
 
 
 def files_matching(pattern: str) -> list[str]:
@@ -39,8 +42,9 @@ class Follower:
     headline: Callable[[str], str] = lambda model: ""
     after_evaluation: Callable[[], None] = lambda: None
     find: Callable[[str], list[str]] = files_matching
+    retry_after: float = 600.0
     evaluated: dict[str, tuple[int, int]] = field(default_factory=dict)
-    failed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    failed: dict[str, tuple[tuple[int, int], float]] = field(default_factory=dict)  # (signature, when)
     stepless: set[str] = field(default_factory=set)
 
     def __post_init__(self):
@@ -56,24 +60,32 @@ class Follower:
         ready = self.watch.ready(listed, now)
         kept = [path for path in ready if self.evaluated.get(path) == ready[path]]
         new = sorted(
-            (path for path in ready if path not in kept and self.failed.get(path) != ready[path]),
-            key=checkpoint_step,
+            (path for path in ready if path not in kept and self._due(path, ready[path], now)), key=checkpoint_step
         )
         if not new:
             return
-        if self._evaluated(kept, new, ready, stopping) or len(new) == 1 or stopping():
+        outcome = self._evaluated(kept, new, ready, now, stopping)
+        if outcome != FAILED or len(new) == 1:
             return
         for path in new:
-            if stopping():
-                return
             kept = [earlier for earlier in ready if self.evaluated.get(earlier) == ready[earlier]]
-            self._evaluated(kept, [path], ready, stopping)
+            if self._evaluated(kept, [path], ready, now, stopping) in (STOPPED, CHANGED):
+                return
+
+    def _due(self, path: str, current: tuple[int, int], now: float) -> bool:
+        """Whether a ready file not evaluated as it is now is evaluated this round: not one whose evaluation
+        failed as it is now, unless `retry_after` seconds have passed (a cluster's or the machine's passing
+        trouble), or its file changed."""
+        failure = self.failed.get(path)
+        return failure is None or failure[0] != current or now - failure[1] >= self.retry_after
 
     def finished(self) -> bool:
-        """Whether every series has an evaluated checkpoint at `last_step` or beyond."""
+        """Whether every series has a checkpoint at `last_step` or beyond that was evaluated, or whose evaluation
+        failed (the command then ends with the failures)."""
         if self.last_step is None:
             return False
-        reached = {self.series_of[path] for path in self.evaluated if checkpoint_step(path) >= self.last_step}
+        done = [*self.evaluated, *self.failed]
+        reached = {self.series_of[path] for path in done if checkpoint_step(path) >= self.last_step}
         return reached == set(self.series)
 
     def _listed(self) -> list[str]:
@@ -93,8 +105,12 @@ class Follower:
     def _model(self, path: str) -> str:
         return member_name(self.series_of[path], path)
 
-    def _evaluated(self, kept, new, ready, stopping) -> bool:
-        """Run the workflow on kept + new; record the outcome of the new ones. True if it succeeded."""
+    def _evaluated(self, kept, new, ready, now, stopping) -> str:
+        """Run the workflow on kept + new, unless a stop was asked; record the outcome of the new ones. Returns
+        EVALUATED, FAILED, CHANGED (a listed file changed or went during the run, so the failure may be that, not
+        the new checkpoints') or STOPPED."""
+        if stopping():
+            return STOPPED
         with atomic_output(self.ready_list) as temporary:
             temporary.write_text("".join(f"{os.path.abspath(path)}\n" for path in [*kept, *new]), encoding="utf-8")
         models = [self._model(path) for path in new]
@@ -107,18 +123,25 @@ class Follower:
                 model = self._model(path)
                 self.say(f"evaluated {model} (step {checkpoint_step(path)}){self.headline(model)}")
             self.after_evaluation()
-            return True
+            return EVALUATED
         if stopping():
             self.say(f"stopped while evaluating {', '.join(models)}; the next follow evaluates them")
-        elif any(signature(path) != ready[path] for path in [*kept, *new]):
-            # A file changed or went while it was evaluated: the failure may be that, not the new checkpoint's.
-            self.say(f"a checkpoint changed during the evaluation of {', '.join(models)} ({problem}); trying again")
-        elif len(new) == 1:
-            self.failed[new[0]] = ready[new[0]]
-            self.say(f"{new[0]}: its evaluation failed ({problem}); tried again once the file changes")
+            return STOPPED
+        if any(signature(path) != ready[path] for path in [*kept, *new]):
+            self.say(
+                f"a checkpoint changed during the evaluation of {', '.join(models)} ({problem}); tried again once"
+                " it has settled"
+            )
+            return CHANGED
+        if len(new) == 1:
+            self.failed[new[0]] = (ready[new[0]], now)
+            self.say(
+                f"{new[0]}: its evaluation failed ({problem}); tried again once the file changes, or in"
+                f" {self.retry_after / 60:g} minutes"
+            )
         else:
             self.say(f"the evaluation of {len(new)} new checkpoints failed ({problem}); trying them one at a time")
-        return False
+        return FAILED
 
 
 def follow(follower: Follower, poll: float, once: bool, clock, sleep, stopping: Callable[[], bool]) -> str:

@@ -2,6 +2,8 @@
 output says in one line."""
 
 import ctypes
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,10 +59,28 @@ def snakemake_command(config: Path, ready_list: Path, cores: str, profile: str |
 
 
 def _stop_with_parent():
-    """In the child: Snakemake is interrupted, and stops its jobs and frees its lock, if the follow dies."""
+    """What the child runs before Snakemake: Linux interrupts it if the follow dies (Snakemake then stops and
+    frees its lock), and it ends at once if the follow died already. prctl is looked up here, in the parent:
+    a child forked beside other threads must not load libraries. None where there is no prctl (not Linux)."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(SET_PARENT_DEATH_SIGNAL, signal.SIGINT)
-    except (OSError, AttributeError):  # not Linux: the child outlives a killed follow
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def in_child():
+        prctl(SET_PARENT_DEATH_SIGNAL, signal.SIGINT)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return in_child
+
+
+def interrupt(process) -> None:
+    """Ctrl-C as the terminal gives it: SIGINT to Snakemake and its local jobs (its own process group), once."""
+    try:
+        os.killpg(process.pid, signal.SIGINT)
+    except ProcessLookupError:  # it has ended
         pass
 
 
@@ -77,10 +97,10 @@ def run_logged(command: list[str], log: Path, started) -> tuple[int, str]:
             stderr=subprocess.STDOUT,
             text=True,
             errors="replace",
-            # Its own session: a Ctrl-C at the terminal reaches the follow alone, which passes it on once
-            # (a second SIGINT would cut Snakemake's clean-up short and leave its lock).
+            # Its own process group and session: a Ctrl-C at the terminal reaches the follow alone, which
+            # passes it on once (interrupt); a second SIGINT would cut Snakemake's clean-up short.
             start_new_session=True,
-            preexec_fn=_stop_with_parent,
+            preexec_fn=_stop_with_parent(),
         )
         started(process)
         output = []
@@ -88,6 +108,11 @@ def run_logged(command: list[str], log: Path, started) -> tuple[int, str]:
             handle.write(line)
             output.append(line)
         return process.wait(), "".join(output)
+
+
+def names(line: str, name: str) -> bool:
+    """Whether `line` names `name` whole: run.epoch_1 is not named by run.epoch_10."""
+    return re.search(rf"(?<![\w/-]){re.escape(name)}(?![\w-]|\.\w)", line) is not None
 
 
 def problem(status: int, output: str, log: Path, new_paths: list[str], new_models: list[str]) -> str | None:
@@ -103,7 +128,7 @@ def problem(status: int, output: str, log: Path, new_paths: list[str], new_model
             " --unlock` frees a lock a killed run left"
         )
     errors = [line for line in lines if line.startswith("config error: ")]
-    if errors and not any(name in errors[0] for name in [*new_paths, *new_models]):
+    if errors and not any(names(errors[0], name) for name in [*new_paths, *new_models]):
         raise ClipevalError(errors[0].removeprefix("config error: "))
     told = errors or [line for line in lines if line.startswith(("failed: ", "error: "))] or lines[-1:]
     return f"{told[0] if told else f'exit status {status}'}; the run's output: {log}"

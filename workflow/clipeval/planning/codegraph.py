@@ -29,9 +29,9 @@ class CodeGraph:
     """
 
     def __init__(self, package_dir, cache_file=None):
-        """`cache_file`: a JSON file of each module's imports as read from a content (its sha256), kept between
-        plans: parsing every module with ast is a third of a plan's own time. A changed file is read anew;
-        an unreadable cache is ignored."""
+        """`cache_file`: a JSON file of each module's imports as read from a file (by the sha256 of its path and
+        content), kept between plans: parsing every module with ast is a third of a plan's own time. A changed
+        or moved file is read anew; an unreadable cache is ignored."""
         self.package_dir = Path(package_dir)
         self._imports = {}
         self._files = {}
@@ -68,7 +68,8 @@ class CodeGraph:
     def _parse_imports(self, module: str) -> set[str]:
         path = self.source_file(module)
         content = path.read_bytes()
-        key = hashlib.sha256(content).hexdigest()
+        # The file's place is part of the key: `from . import x` in foo.py and in foo/__init__.py differ.
+        key = hashlib.sha256(path.relative_to(self.package_dir).as_posix().encode() + b"\0" + content).hexdigest()
         cached = self._cache.get(module)
         if cached is not None and cached[0] == key:
             found = set(cached[1])
