@@ -388,3 +388,21 @@ def test_following_a_config_without_a_series_is_one_line_and_exit_1(tmp_path):
         f"clipeval: error: {config}: no model names `checkpoints:` (a glob of a run's checkpoint files) to follow\n"
     )
     assert not (tmp_path / "results").exists() and not (tmp_path / "logs").exists()
+
+
+def test_a_poll_of_no_seconds_is_refused_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    result = subprocess.run(
+        [sys.executable, "-m", "clipeval", "follow", "x.yaml", "--poll", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "workflow")},
+    )
+    assert result.returncode == 2 and result.stderr.splitlines()[-1].endswith(
+        "argument --poll: must be more than 0 seconds: the follow would look without a pause"
+    )

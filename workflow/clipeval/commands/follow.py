@@ -15,11 +15,20 @@ def seconds(text) -> float:
     return value
 
 
+def positive_seconds(text) -> float:
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds: the follow would look without a pause")
+    return value
+
+
 def add_arguments(parser):
     parser.add_argument(
         "config", nargs="?", type=Path, default=Path("config/config.yaml"), help="a config with a checkpoint series"
     )
-    parser.add_argument("--poll", type=seconds, default=30.0, help="seconds between looks at the series' files")
+    parser.add_argument(
+        "--poll", type=positive_seconds, default=30.0, help="seconds between looks at the series' files"
+    )
     parser.add_argument(
         "--settle", type=seconds, default=10.0, help="seconds a file must stay unchanged before it is evaluated"
     )
