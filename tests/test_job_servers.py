@@ -148,6 +148,29 @@ def test_a_job_whose_python_is_killed_is_interrupted_in_its_fork(warm_jobs, tmp_
     os.close(writer)
 
 
+def test_a_servers_socket_appears_only_once_it_listens(tmp_path, monkeypatch):
+    """The manager answers a job with a server's socket as soon as its path exists: a connection made between
+    bind and listen is refused, and the job would start an interpreter of its own (it did under load)."""
+    import socket
+
+    from clipeval.warm_jobs.server import listening_socket
+
+    path = tmp_path / "plain-1.sock"
+    seen_at_listen = []
+    listen = socket.socket.listen
+
+    def listen_and_look(self, backlog):
+        seen_at_listen.append(path.exists())
+        return listen(self, backlog)
+
+    monkeypatch.setattr(socket.socket, "listen", listen_and_look)
+    with listening_socket(str(path)) as listener, socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as job:
+        assert seen_at_listen == [False]
+        job.connect(str(path))
+        listener.accept()[0].close()
+    assert sorted(tmp_path.iterdir()) == [path]
+
+
 def test_a_killed_runs_folder_is_removed_by_the_next_run(tmp_path):
     import tempfile
 

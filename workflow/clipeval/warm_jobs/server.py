@@ -46,7 +46,9 @@ def interrupt_when_the_job_ends(connection) -> None:
     """In a thread: the job's `python` closing the connection interrupts the fork, and ends it after a grace."""
     if connection.recv(1):
         return
-    os.kill(os.getpid(), signal.SIGINT)
+    # To the main thread: a signal to the process may be taken by this thread, which leaves the job blocked in
+    # its read or wait.
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
     threading.Event().wait(INTERRUPT_GRACE_SECONDS)
     os._exit(128 + signal.SIGINT)
 
@@ -101,10 +103,19 @@ def reap() -> None:
         pass
 
 
-def serve(socket_path: str, modules: list[str], pinned: dict) -> None:
+def listening_socket(socket_path: str) -> socket.socket:
+    """A socket listening at `socket_path`. The manager takes the path's existence for a server that listens, so
+    the socket listens under another name first: a job connecting between bind and listen would be refused, and
+    would run in a new interpreter."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    listener.bind(socket_path)
+    listener.bind(f"{socket_path}.new")
     listener.listen(128)
+    os.rename(f"{socket_path}.new", socket_path)
+    return listener
+
+
+def serve(socket_path: str, modules: list[str], pinned: dict) -> None:
+    listener = listening_socket(socket_path)
     preload(modules)
     if cuda_started():  # the jobs queued and to come then start interpreters of their own (shim.py)
         return
