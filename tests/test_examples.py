@@ -33,6 +33,7 @@ def test_there_are_examples():
         "coco-val2017",
         "local-checkpoint",
         "checkpoint-series",
+        "fine-tune",
         "precomputed-features",
         "probe-cifar10",
     }
@@ -45,10 +46,11 @@ def test_example_validates_and_names_known_weights(path):
     known = set(open_clip.list_pretrained())
     header = " ".join(line.lstrip("# ") for line in path.read_text().splitlines() if line.startswith("#"))
     for name, model in config["models"].items():
-        if model.get("pretrained") and not is_checkpoint_path(model["pretrained"]):
-            assert (model["arch"], model["pretrained"]) in known, name
+        weights = model.get("pretrained") or model.get("train", {}).get("from")  # a fine-tune starts from weights
+        if weights and not is_checkpoint_path(weights):
+            assert (model["arch"], weights) in known, name
             # What cannot run offline before its first download says so, and what it downloads.
-            assert "Needs the network on its first run" in header and f"{model['arch']} {model['pretrained']}" in header
+            assert "Needs the network on its first run" in header and f"{model['arch']} {weights}" in header
     assert path.read_text().startswith("# "), "each example says where its files come from"
     assert f"# Run: make run CONFIG=config/examples/{path.name}\n" in path.read_text()
 
@@ -91,8 +93,15 @@ SERIES_STEPS = (1, 2)
 
 
 def model_count(config) -> int:
-    """The models a config's entries become, each series as many as its stand-in files."""
-    return sum(len(SERIES_STEPS) if "checkpoints" in model else 1 for model in config["models"].values())
+    """The models a config's entries become: a series of checkpoints as many as its stand-in files, a series of
+    trained epochs one an epoch."""
+    return sum(members(model) for model in config["models"].values())
+
+
+def members(model) -> int:
+    if "checkpoints" in model:
+        return len(SERIES_STEPS)
+    return model["train"]["epochs"] if model.get("train", {}).get("every_epoch") else 1
 
 
 EXTRACTED = {

@@ -158,3 +158,32 @@ def test_stored_pixels_give_the_bits_of_decoding_on_cuda(tiny_checkpoint, shapes
         assert result.returncode == 0, result.stderr[-3000:]
         written[name] = output.read_bytes()
     assert written["stored"] == written["decoded"]
+
+
+@needs_cuda
+@pytest.mark.parametrize("precision", ["fp32", "amp", "bf16"])
+def test_a_fine_tune_on_cuda_resumes_to_its_own_bits_and_saves_weights_a_cpu_loads(
+    tiny_checkpoint, shapes_dataset, tmp_path, precision
+):
+    """`clipeval train --device cuda`: an epoch resumed from the state the one before left continues the same
+    training (fp16 with loss scaling under amp), and the checkpoint loads on the CPU. Bits are not compared: CUDA's
+    backward passes add in an order of their own (an embedding's gradient with atomics)."""
+    common = (
+        "train", "--arch", "clipeval-tiny", "--dataset", shapes_dataset, "--epochs", 2, "--batch-size", 20,
+        "--lr", "1e-3", "--seed", 1, "--from", tiny_checkpoint, "--device", "cuda", "--precision", precision,
+        "--numerics", "native",
+    )  # fmt: skip
+    runs = (
+        ("--output", tmp_path / "at-once.pt"),
+        ("--output", tmp_path / "1.pt", "--stop-after", 1, "--state-output", tmp_path / "1.state"),
+        ("--output", tmp_path / "2.pt", "--stop-after", 2, "--resume", tmp_path / "1.state"),
+    )
+    for options in runs:
+        result = run_cli(*common, *options, timeout=GPU_COMMAND_SECONDS)
+        assert result.returncode == 0, result.stderr[-3000:]
+    at_once = torch.load(tmp_path / "at-once.pt", map_location="cpu", weights_only=True)["state_dict"]
+    resumed = torch.load(tmp_path / "2.pt", weights_only=True)["state_dict"]  # no map_location: saved on the CPU
+    assert all(tensor.device.type == "cpu" for tensor in resumed.values())
+    for name, tensor in resumed.items():
+        assert not tensor.is_floating_point() or torch.isfinite(tensor).all(), name
+        assert torch.allclose(tensor, at_once[name], rtol=1e-2, atol=1e-3), name

@@ -6,7 +6,7 @@ import torch
 
 from clipeval.errors import ClipevalError
 from clipeval.models.build import build_model, weights_identity
-from clipeval.models.training import contrastive_loss, train_clip
+from clipeval.models.training import TrainingSettings, contrastive_loss, train_clip
 
 
 def test_tiny_config_is_registered_with_open_clip():
@@ -172,9 +172,8 @@ def test_contrastive_loss_matches_hand_computation():
 
 def test_training_lowers_the_loss_and_saves_an_open_clip_checkpoint(tmp_path, shapes_dataset):
     output = tmp_path / "model" / "checkpoint.pt"
-    losses = train_clip(
-        "clipeval-tiny", shapes_dataset, output, epochs=3, batch_size=20, lr=2e-3, seed=0, log=lambda _: None
-    )
+    settings = TrainingSettings("clipeval-tiny", epochs=3, batch_size=20, lr=2e-3, seed=0)
+    losses = train_clip(settings, shapes_dataset, output, log=lambda _: None)
     assert losses[-1] < losses[0]
     assert sorted(p.name for p in output.parent.iterdir()) == ["checkpoint.pt"]
     model, _, preprocess = open_clip.create_model_and_transforms("clipeval-tiny", pretrained=str(output))
@@ -185,16 +184,8 @@ def test_training_lowers_the_loss_and_saves_an_open_clip_checkpoint(tmp_path, sh
 
 def test_training_is_deterministic(tmp_path, shapes_dataset):
     for name in ("a.pt", "b.pt"):
-        train_clip(
-            "clipeval-tiny",
-            shapes_dataset,
-            tmp_path / name,
-            epochs=1,
-            batch_size=20,
-            lr=1e-3,
-            seed=3,
-            log=lambda _: None,
-        )
+        settings = TrainingSettings("clipeval-tiny", epochs=1, batch_size=20, lr=1e-3, seed=3)
+        train_clip(settings, shapes_dataset, tmp_path / name, log=lambda _: None)
     a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -240,3 +231,71 @@ def test_a_text_tower_config_not_in_the_hub_cache_is_one_error(tmp_path, monkeyp
         f"cannot build model 'xlm-roberta-base-ViT-B-32' with pretrained None: a file it needs is not in the"
         f" Hugging Face cache ({tmp_path}) and could not be downloaded: "
     )
+
+
+def weights(path):
+    return torch.load(path, weights_only=True)["state_dict"]
+
+
+def is_text_tower(name):
+    return not name.startswith("visual.") and name != "logit_scale"
+
+
+def test_a_fine_tune_keeps_its_frozen_tower_and_resumes_epoch_by_epoch_to_the_bits_of_one_training(
+    tmp_path, shapes_dataset, tiny_checkpoint
+):
+    settings = TrainingSettings(
+        "clipeval-tiny", epochs=2, batch_size=20, lr=1e-3, seed=1, start_from=str(tiny_checkpoint),
+        warmup_steps=1, weight_decay=0.05, freeze=("text",),
+    )  # fmt: skip
+    quiet = {"log": lambda _: None}
+    at_once = train_clip(settings, shapes_dataset, tmp_path / "at-once.pt", **quiet)
+    first = train_clip(settings, shapes_dataset, tmp_path / "1.pt", 1, state_output=tmp_path / "1.state", **quiet)
+    second = train_clip(settings, shapes_dataset, tmp_path / "2.pt", 2, tmp_path / "1.state", **quiet)
+    assert first == at_once[:1] and second == at_once
+    assert (tmp_path / "2.pt").read_bytes() == (tmp_path / "at-once.pt").read_bytes()
+
+    start, tuned = weights(tiny_checkpoint), weights(tmp_path / "2.pt")
+    text = [name for name in start if is_text_tower(name)]
+    assert "text_projection" in text and "token_embedding.weight" in text
+    assert all(torch.equal(start[name], tuned[name]) for name in text)
+    assert not any(torch.equal(start[name], tuned[name]) for name in start if name.startswith("visual.proj"))
+
+
+def test_resuming_from_another_epochs_state_is_one_error(tmp_path, shapes_dataset):
+    settings = TrainingSettings("clipeval-tiny", epochs=3, batch_size=20, lr=1e-3, seed=1)
+    state = tmp_path / "1.state"
+    train_clip(settings, shapes_dataset, tmp_path / "1.pt", 1, state_output=state, log=lambda _: None)
+    with pytest.raises(ClipevalError) as error:
+        train_clip(settings, shapes_dataset, tmp_path / "3.pt", 3, state, log=lambda _: None)
+    assert str(error.value) == f"{state}: a state after epoch 1, not after epoch 2"
+    (tmp_path / "checkpoint.state").write_bytes((tmp_path / "1.pt").read_bytes())
+    with pytest.raises(ClipevalError) as error:
+        train_clip(settings, shapes_dataset, tmp_path / "2.pt", 2, tmp_path / "checkpoint.state", log=lambda _: None)
+    assert str(error.value) == f"{tmp_path / 'checkpoint.state'}: not a training state to resume from (KeyError)"
+    assert not (tmp_path / "2.pt").exists() and not (tmp_path / "3.pt").exists()
+
+
+def test_a_bfloat16_training_keeps_float32_weights(tmp_path, shapes_dataset):
+    settings = TrainingSettings("clipeval-tiny", epochs=1, batch_size=20, lr=1e-3, seed=1, precision="bf16")
+    losses = train_clip(settings, shapes_dataset, tmp_path / "bf16.pt", log=lambda _: None)
+    assert math.isfinite(losses[0])
+    floats = [tensor for tensor in weights(tmp_path / "bf16.pt").values() if tensor.is_floating_point()]
+    assert floats and {tensor.dtype for tensor in floats} == {torch.float32}
+
+
+def test_the_train_command_offers_the_towers_and_precisions_training_knows():
+    from clipeval.commands import train as command
+    from clipeval.models import training
+
+    assert (command.TOWERS, command.PRECISIONS) == (training.TOWERS, training.PRECISIONS)
+
+
+def test_a_training_set_too_large_to_hold_is_preprocessed_a_batch_at_a_time_to_the_same_bits(
+    tmp_path, shapes_dataset, monkeypatch
+):
+    settings = TrainingSettings("clipeval-tiny", epochs=1, batch_size=20, lr=1e-3, seed=2)
+    train_clip(settings, shapes_dataset, tmp_path / "held.pt", log=lambda _: None)
+    monkeypatch.setattr("clipeval.models.training.HELD_IMAGES_BYTES", 0)
+    train_clip(settings, shapes_dataset, tmp_path / "by-batch.pt", log=lambda _: None)
+    assert (tmp_path / "held.pt").read_bytes() == (tmp_path / "by-batch.pt").read_bytes()

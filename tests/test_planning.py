@@ -26,6 +26,7 @@ from clipeval.planning.codegraph import CodeGraph
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.fingerprints import code_fingerprint
 from clipeval.planning.plan import ConfigError, Plan, fill_metric_defaults
+from clipeval.planning.series import expand_checkpoint_series
 
 DEFAULTS = {
     "numerics": "portable",
@@ -342,6 +343,11 @@ def test_usable_names_pass_and_the_schema_states_the_same_rule():
             "models.tiny.train.dataset: unknown dataset 'nowhere' (known: train, flickr, coco, cifar)",
         ),
         (
+            lambda c: c["models"]["tiny"]["train"].update(precision="bf16"),
+            "models.tiny.train.precision: bf16 on the CPU is outside numerics: portable, whose training is the same"
+            " bits on every CPU: train in fp32, on a GPU (device: cuda), or under numerics: native",
+        ),
+        (
             lambda c: c.update(evaluate=[{"model": "tiny", "dataset": "train"}]),
             "evaluate[0].dataset: dataset 'train' has task 'train', which is not evaluated",
         ),
@@ -451,6 +457,10 @@ def test_every_named_file_and_folder_must_exist(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as error:
         check_inputs(plan_of(lambda c: c["models"].update(mine={"arch": "clipeval-tiny", "pretrained": str(absolute)})))
     assert str(error.value) == f"models.mine.pretrained: file {absolute} not found"
+    with pytest.raises(ConfigError) as error:
+        check_inputs(plan_of(lambda c: c["models"]["tiny"]["train"].update({"from": "start/tiny.pt"})))
+    assert str(error.value) == f"models.tiny.train.from: file start/tiny.pt not found {relative}"
+    check_inputs(plan_of(lambda c: c["models"]["tiny"]["train"].update({"from": "openai"})))  # a tag
     # A checkpoint this config trains is made by the workflow, not looked for.
     trained = plan_of().artifact("checkpoint", model="tiny")
     check_inputs(plan_of(lambda c: c["models"].update(again={"arch": "clipeval-tiny", "pretrained": trained})))
@@ -677,3 +687,24 @@ def test_models_are_checked_once_per_definition_and_a_problem_stops_the_run(tmp_
     content["weights/epoch_3.pt"] = "second"  # new weights in the file: its model is checked again
     check()
     assert asked == [["tiny", "b32", "file", "next"]] * 2 + [["file"]]
+
+
+def test_a_model_trained_to_be_evaluated_every_epoch_is_a_series_of_one_epoch_trainings():
+    config = copy.deepcopy(CONFIG)
+    config["models"]["tiny"]["train"].update(epochs=3, every_epoch=True)
+    config["evaluate"] = [{"model": "tiny", "dataset": "flickr"}]
+    expand_checkpoint_series(config)
+    plan = Plan(config, ["config/mine.yaml"])
+    members = ["tiny.epoch_1", "tiny.epoch_2", "tiny.epoch_3"]
+    assert list(config["models"])[:3] == members
+    assert plan.checkpoint_series() == {"tiny": [(1, "tiny.epoch_1"), (2, "tiny.epoch_2"), (3, "tiny.epoch_3")]}
+    assert plan.evaluation_pairs() == [(member, "flickr") for member in members]
+    assert config["models"]["tiny.epoch_2"]["train"] == {
+        "dataset": "train", "epochs": 3, "batch_size": 8, "lr": 0.1, "seed": 0, "epoch": 2,
+    }  # fmt: skip
+    assert [plan.previous_epoch(member) for member in members] == [None, "tiny.epoch_1", "tiny.epoch_2"]
+    assert plan.training_keys_by_epoch() == [plan.training_keys[member] for member in members]
+    assert plan.training_keys_at_once() == []
+    # Each epoch's checkpoint is its own, and none is the model trained at once.
+    at_once = plan_of().training_keys["tiny"]
+    assert len({*plan.training_keys_by_epoch(), at_once}) == 4

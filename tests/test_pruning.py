@@ -88,8 +88,8 @@ def test_a_folder_without_experiment_records_is_not_pruned(tmp_path):
 
 
 def test_a_checkpoint_another_experiment_reads_is_kept(tmp_path):
-    """An experiment's trained checkpoint that another names as `pretrained:` (or in a series' glob) is in use,
-    even once the experiment that trained it is gone or trains another."""
+    """An experiment's trained checkpoint that another names as `pretrained:` (or in a series' glob, or as the
+    start of a fine-tune) is in use, even once the experiment that trained it is gone or trains another."""
     results = tmp_path / "results"
     reader = {
         **record("reader", "d1", "m1", "t1"),
@@ -97,17 +97,19 @@ def test_a_checkpoint_another_experiment_reads_is_kept(tmp_path):
             "models": {
                 "tuned": {"arch": "ViT-B-32", "pretrained": "results/checkpoints/t0/checkpoint.pt"},
                 "run": {"arch": "ViT-B-32", "checkpoints": "results/checkpoints/series/epoch_*.pt"},
+                "again": {"arch": "ViT-B-32", "train": {"from": "results/checkpoints/start/checkpoint.pt"}},
             }
         },
     }
     write_json(results / "experiments/reader/experiment.json", reader)
     make(results, "datasets/d1", "pixels/d1", "models/m1", "checkpoints/t1", "features/m1/d1", "predictions/m1/d1")
-    make(results, "checkpoints/t0", "checkpoints/series", "checkpoints/old")
+    make(results, "checkpoints/t0", "checkpoints/series", "checkpoints/start", "checkpoints/old")
     (results / "checkpoints/series/epoch_1.pt").write_bytes(b"x")
     result = run_cli("prune-results", "--results", results, "--delete", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == f"       0.0 MB  {results}/checkpoints/old"
     assert (results / "checkpoints/t0/file").is_file() and (results / "checkpoints/series/epoch_1.pt").is_file()
+    assert (results / "checkpoints/start/file").is_file()
     assert not (results / "checkpoints/old").exists()
 
 

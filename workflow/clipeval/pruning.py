@@ -3,8 +3,9 @@
 A changed definition writes new files under a new key (planning/keys.py) and
 leaves the old ones, which another experiment may still read. The folders
 each experiment's record names (experiment.json, `folders`) are in use, and
-so is any folder holding a file a record's models read (`pretrained:` or a
-checkpoint series, such as a checkpoint another experiment trained); every
+so is any folder holding a file a record's models read (`pretrained:`, a
+fine-tune's `from:` or a checkpoint series, such as a checkpoint another
+experiment trained); every
 other folder under the shared stages' directories is not: old keys, and the
 name-keyed folders of clipeval before keys. Only a folder with experiment
 records is pruned, and never while a workflow holds it.
@@ -51,7 +52,7 @@ def check_prunable(results: Path, deleting: bool) -> None:
 
 def model_files(record: dict, run_folder: Path) -> list[Path]:
     """The files a record's models read, as the record names them from the folder its run ran in: each
-    `pretrained:` path, and each checkpoint series' matches."""
+    `pretrained:` path, each fine-tune's `from:` path, and each checkpoint series' matches."""
     files = []
     config = record.get("config")
     models = config.get("models") if isinstance(config, dict) else None
@@ -60,6 +61,9 @@ def model_files(record: dict, run_folder: Path) -> list[Path]:
             continue
         if isinstance(entry.get("pretrained"), str) and entry["pretrained"]:
             files.append(Path(entry["pretrained"]))
+        train = entry.get("train")
+        if isinstance(train, dict) and isinstance(train.get("from"), str) and train["from"]:
+            files.append(Path(train["from"]))
         if isinstance(entry.get("checkpoints"), str):
             files += map(Path, glob.glob(entry["checkpoints"], root_dir=run_folder))
     return files

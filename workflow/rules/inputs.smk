@@ -124,8 +124,43 @@ def train_inputs(wildcards):
     }
 
 
+def epoch_train_inputs(wildcards):
+    """A series member's training also reads the state the epoch before it stopped at."""
+    before = PLAN.previous_epoch(trained_model_of(wildcards))
+    resume = {"resume": PLAN.artifact("training_state", model=before)} if before else {}
+    return {**train_inputs(wildcards), **resume}
+
+
 def train_setting(key):
     return lambda wildcards: PLAN.model(trained_model_of(wildcards))["train"][key]
+
+
+# A training's optional settings as its command's options (models/training.py has their defaults).
+TRAINING_OPTIONS = {
+    "from": "--from",
+    "warmup": "--warmup",
+    "weight_decay": "--weight-decay",
+    "freeze": "--freeze",
+    "precision": "--precision",
+    "device": "--device",
+    "epoch": "--stop-after",
+}
+
+
+def training_options(wildcards):
+    train = PLAN.model(trained_model_of(wildcards))["train"]
+    words = []
+    for key, flag in TRAINING_OPTIONS.items():
+        if key in train:
+            values = train[key] if isinstance(train[key], list) else [train[key]]
+            words += [flag, *(str(value) for value in values)]
+    return words
+
+
+def start_weights(wildcards):
+    """The digest of the checkpoint a fine-tune starts from (an open_clip tag is in the model's definition)."""
+    model = trained_model_of(wildcards)
+    return [content_digest(kind, path) for kind, path in PLAN.model_inputs([model])]
 
 
 def trained_arch(wildcards):

@@ -23,6 +23,8 @@ ARTIFACTS = {
     "dataset_meta": "results/datasets/{dataset_key}/meta.json",
     # Keyed by what decides the weights alone: another precision or preprocessing trains nothing again.
     "checkpoint": "results/checkpoints/{training_key}/checkpoint.pt",
+    # What an epoch of a trained series leaves for the next to resume from (models/training.py).
+    "training_state": "results/checkpoints/{training_key}/state.pt",
     "model_meta": "results/models/{model_key}/meta.json",
     # A folder: the images of one extraction shard as one preprocessing recipe makes them (features/pixel_files.py).
     # Shards of another size hold other images, so the size is part of the path.

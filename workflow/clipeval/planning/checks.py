@@ -101,6 +101,7 @@ def check_references(plan: Plan) -> None:
                     f" {entry['arch']!r}: give this model's weights (pretrained) instead"
                 )
             known(("models", name, "train", "dataset"), entry["train"]["dataset"], "datasets")
+            check_training_precision(name, entry["train"], config["numerics"])
         for dataset, files in entry.get("features", {}).items():
             if config["datasets"].get(dataset, {}).get("task") == "probe_train":
                 continue  # a probe's train split: its images are all it needs
@@ -184,6 +185,17 @@ def check_comparisons(plan: Plan) -> None:
 MODEL_FOLDER_MARKERS = {LOCAL_DIR_PREFIX: "open_clip_config.json", TRANSFORMERS_PREFIX: "config.json"}
 
 
+def check_training_precision(name: str, train: dict, numerics: str) -> None:
+    """Half precision on the CPU computes with kernels the portable profile does not pin."""
+    precision = train.get("precision", "fp32")
+    if numerics == "portable" and precision != "fp32" and train.get("device", "cpu") == "cpu":
+        raise ConfigError(
+            f"{location(('models', name, 'train', 'precision'))}: {precision} on the CPU is outside numerics:"
+            " portable, whose training is the same bits on every CPU: train in fp32, on a GPU (device: cuda), or"
+            " under numerics: native"
+        )
+
+
 def check_inputs(plan: Plan) -> None:
     """Every file and folder the config names exists, before anything runs.
 
@@ -214,6 +226,8 @@ def check_inputs(plan: Plan) -> None:
         weights = entry.get("pretrained", "")
         if is_checkpoint_path(weights) and weights not in trained:
             named.append((("models", name, "pretrained"), weights, FILE))
+        if is_checkpoint_path(entry.get("train", {}).get("from", "")):
+            named.append((("models", name, "train", "from"), entry["train"]["from"], FILE))
         named += [
             (("models", name, "features", dataset, kind), path, FILE)
             for dataset, files in entry.get("features", {}).items()

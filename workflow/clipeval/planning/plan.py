@@ -16,7 +16,7 @@ from clipeval.metric_catalog import DEFAULT_RANKING_AT, DEFAULT_RECALL_AT
 from clipeval.models.pretrained import is_checkpoint_path, model_backend, weights_folder
 from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_artifact_pattern
 from clipeval.planning.keys import definition_key
-from clipeval.planning.series import SERIES_KEY
+from clipeval.planning.series import EPOCH, SERIES_KEY
 
 EVALUATED_TASKS = ("retrieval", "classification", "compositionality", "probe")
 # The tasks whose datasets hold captions, which extraction tokenizes.
@@ -141,6 +141,14 @@ class Plan:
         trained = [name for name, entry in self.config["models"].items() if "train" in entry]
         return {name: definition_key(self.training_identity(name)) for name in trained}
 
+    def training_keys_at_once(self) -> list[str]:
+        """The keys of the trainings one job runs whole."""
+        return [key for name, key in self.training_keys.items() if EPOCH not in self.model(name)["train"]]
+
+    def training_keys_by_epoch(self) -> list[str]:
+        """The keys of the epochs of trained series, one job each."""
+        return [key for name, key in self.training_keys.items() if EPOCH in self.model(name)["train"]]
+
     def dataset_named(self, key: str) -> str:
         """The first dataset, in config order, whose definition has this key: any of them defines its content."""
         return _first_with(self.dataset_keys, key, "dataset")
@@ -150,6 +158,19 @@ class Plan:
 
     def trained_model_named(self, key: str) -> str:
         return _first_with(self.training_keys, key, "trained model")
+
+    def previous_epoch(self, model: str) -> str | None:
+        """The member of a trained series (planning/series.py) whose state an epoch's training resumes from: the
+        epoch before, none for the first or a model trained at once."""
+        epoch = self.model(model)["train"].get(EPOCH, 1)
+        if epoch == 1:
+            return None
+        return next(
+            before
+            for members in self.checkpoint_series().values()
+            for (step, before), (_, this) in zip(members, members[1:])
+            if this == model
+        )
 
     # --- what is evaluated and compared
 
@@ -365,6 +386,8 @@ class Plan:
                 named.append((FOLDER, str(folder)))
             if "train" not in entry and is_checkpoint_path(entry.get("pretrained", "")):
                 named.append((FILE, entry["pretrained"]))
+            if is_checkpoint_path(entry.get("train", {}).get("from", "")):
+                named.append((FILE, entry["train"]["from"]))
             named += [(FILE, path) for files in entry.get("features", {}).values() for path in files.values()]
         return named
 

@@ -5,9 +5,11 @@ file, ordered by the step its name carries.
 the models `run.epoch_1`, `run.epoch_2`, … , each the entry the user would
 write by hand (`{arch, pretrained: FILE}` with the series' precision and
 preprocessing), so a member shares its features with that entry and a new
-file adds only its own jobs. The series themselves are kept in the config
-under SERIES_KEY, {series: [[step, model], …]} in step order, for the summary
-and the report.
+file adds only its own jobs. A model this config trains with
+`train: {every_epoch: true}` becomes one model per epoch the same way, each
+trained to its epoch (`train: {…, epoch: K}`). The series themselves are kept
+in the config under SERIES_KEY, {series: [[step, model], …]} in step order,
+for the summary and the report.
 """
 
 import glob
@@ -22,6 +24,8 @@ from clipeval.planning.config_errors import location
 SERIES_KEY = "checkpoint_series"
 # A member takes the series' entry less the glob, with its file as `pretrained`.
 SERIES_GLOB = "checkpoints"
+# A trained model's settings: each epoch's checkpoint a member; a member's epoch.
+EVERY_EPOCH, EPOCH = "every_epoch", "epoch"
 # The most checkpoints a series evaluates: each is some ten jobs per dataset; 5,000 planned 40,007 jobs in a
 # six-minute dry run.
 MAX_SERIES_MEMBERS = 1_000
@@ -60,6 +64,17 @@ def expand_checkpoint_series(config: dict, find=None) -> None:
     ready = ready_files(config[READY_KEY]) if READY_KEY in config else None
     models, series, left_out = {}, {}, set()
     for name, entry in config["models"].items():
+        if entry.get("train", {}).get(EVERY_EPOCH):
+            series[name] = []
+            for epoch, member, member_entry in epoch_members(name, entry):
+                if member in config["models"]:
+                    raise ClipevalError(
+                        f"{location(('models', name, 'train', EVERY_EPOCH))}: its member {member!r} has the name of"
+                        " another model"
+                    )
+                models[member] = member_entry
+                series[name].append([epoch, member])
+            continue
         if SERIES_GLOB not in entry:
             models[name] = entry
             continue
@@ -90,6 +105,20 @@ def expand_checkpoint_series(config: dict, find=None) -> None:
     config["models"] = models
     config[SERIES_KEY] = series
     _expand_evaluate(config, series, left_out)
+
+
+def epoch_members(series: str, entry: dict) -> list[tuple[int, str, dict]]:
+    """(epoch, model name, entry) of each epoch of a trained series: the entry trains to that epoch."""
+    train = {key: value for key, value in entry["train"].items() if key != EVERY_EPOCH}
+    if train["epochs"] > MAX_SERIES_MEMBERS:
+        raise ClipevalError(
+            f"{location(('models', series, 'train', EVERY_EPOCH))}: {train['epochs']:,} epochs, more than the"
+            f" {MAX_SERIES_MEMBERS:,} checkpoints a series evaluates"
+        )
+    return [
+        (epoch, member_name(series, f"epoch_{epoch}"), {**entry, "train": {**train, EPOCH: epoch}})
+        for epoch in range(1, train["epochs"] + 1)
+    ]
 
 
 def ready_files(listing: str) -> set[str]:
