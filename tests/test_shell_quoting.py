@@ -45,6 +45,17 @@ def hostile_experiment(workdir, checkpoint):
         "models": {
             "odd-arch": {"arch": ARCH, "pretrained": str(weights.relative_to(workdir))},
             "odd-weights": {"arch": "clipeval-tiny", "pretrained": str(weights.relative_to(workdir))},
+            "odd-start": {
+                "arch": "clipeval-tiny",
+                "train": {
+                    "dataset": "hostile",
+                    "from": str(weights.relative_to(workdir)),
+                    "epochs": 1,
+                    "batch_size": 2,
+                    "lr": 0.001,
+                    "seed": 0,
+                },
+            },
             "odd-features": {
                 "features": {"hostile": {kind: str(path.relative_to(workdir)) for kind, path in feature_files.items()}}
             },
@@ -79,7 +90,11 @@ def test_config_strings_and_file_names_reach_commands_as_single_words_and_run_no
         *config["models"]["odd-features"]["features"]["hostile"].values(),
     ]
     assert [value for value in given if value not in words] == []
-    assert {command[3] for command in commands} >= {"prepare", "describe-model", "describe-features", "summarize"}
+    assert {command[3] for command in commands} >= {
+        "prepare", "describe-model", "describe-features", "summarize", "train",
+    }  # fmt: skip
+    train = next(command for command in commands if command[3] == "train")
+    assert train[train.index("--from") + 1] == config["models"]["odd-start"]["train"]["from"]
 
     # The run's model check reads them first, as single words: the odd arch is refused by name before any job.
     run = snakemake(workdir, "--cores", "2")
