@@ -355,9 +355,10 @@ def write_aligned_lines(directory, num_images=6, seed=21):
     return directory / "test_image_names.txt", directory / "test_1kcaptions_de.txt", images
 
 
-def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_shard=4):
+def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_shard=4, groups=None):
     """CLIP_benchmark's webdataset export of a set: ROOT/test/0.tar, 1.tar, … (KEY.webp with KEY.txt captions or
-    KEY.cls labels), nshards.txt, and for classification classnames.txt and its templates file; returns ROOT."""
+    KEY.cls labels), nshards.txt, and for classification classnames.txt and its templates file; returns ROOT.
+    `groups(index)`: the integers of each sample's KEY.npy, as DataComp's fairness sets add them."""
     import tarfile
 
     split = directory / "test"
@@ -370,7 +371,12 @@ def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_sh
                 webp = io.BytesIO()
                 Image.open(io.BytesIO(raw)).save(webp, format="webp", lossless=True)
                 other = "\n".join(texts).encode() if kind == "retrieval" else str(label).encode()
-                for extension, data in (("webp", webp.getvalue()), ("txt" if kind == "retrieval" else "cls", other)):
+                members = [("webp", webp.getvalue()), ("txt" if kind == "retrieval" else "cls", other)]
+                if groups is not None:
+                    vector = io.BytesIO()
+                    np.save(vector, np.array(groups(index), dtype=np.int64))
+                    members.append(("npy", vector.getvalue()))
+                for extension, data in members:
                     info = tarfile.TarInfo(f"s{index:07d}.{extension}")
                     info.size, info.mtime = len(data), 0
                     archive.addfile(info, io.BytesIO(data))

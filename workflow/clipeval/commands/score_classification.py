@@ -2,7 +2,7 @@ from pathlib import Path
 
 from clipeval.commands._options import add_score_output_options
 
-HELP = "zero-shot top-1/top-5, per-class metrics"
+HELP = "zero-shot top-1/top-5, per-class metrics, and by group where the labels give groups"
 LIBRARIES = ("numpy",)
 
 
@@ -15,6 +15,9 @@ def add_arguments(parser):
 
 
 def run(args):
+    import numpy as np
+
+    from clipeval.classification.groups import group_metrics, load_groups
     from clipeval.classification.inputs import load_classification_inputs
     from clipeval.classification.metrics import score_classification
     from clipeval.commands._options import write_scores
@@ -22,9 +25,12 @@ def run(args):
     from clipeval.storage.provenance import result_provenance
 
     given = load_classification_inputs(args.classes, args.labels, args.image_feats, args.class_feats)
+    groups = load_groups(args.labels, given.image_ids)
     metrics, record = score_classification(
         given.image_ids, given.images, given.classes, given.labels, given.spec.classnames, args.bootstrap, args.seed
     )
+    if groups is not None:
+        metrics.update(group_metrics(np.array(record["ranks"]), groups, len(given.spec.classnames)))
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_scores(args, metrics, record)
     shown = {metric.column: metrics[metric.column] for metric in CLASSIFICATION_METRICS}

@@ -44,12 +44,12 @@ def caption_rows(captions: Captions) -> Iterable[dict]:
         yield {"text_id": int(text_id), "text": text, "image_ids": image_ids.tolist()}
 
 
-def write_class_files(
-    out_dir, labels: list[tuple[int, int]], classnames: list[str], templates: list[str]
-) -> list[Path]:
-    """labels.jsonl and classes.json, for datasets that carry classification labels."""
+def write_class_files(out_dir, labels: list[tuple], classnames: list[str], templates: list[str]) -> list[Path]:
+    """labels.jsonl and classes.json, for datasets that carry classification labels: (image_id, label) pairs, or
+    (image_id, label, {field: group}) where images belong to groups."""
     out_dir = Path(out_dir)
-    write_jsonl(out_dir / "labels.jsonl", ({"image_id": i, "label": label} for i, label in labels))
+    rows = ({"image_id": i, "label": label, **({"groups": rest[0]} if rest else {})} for i, label, *rest in labels)
+    write_jsonl(out_dir / "labels.jsonl", rows)
     write_json(out_dir / "classes.json", {"classnames": classnames, "templates": templates})
     return [out_dir / "labels.jsonl", out_dir / "classes.json"]
 

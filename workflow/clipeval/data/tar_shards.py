@@ -40,6 +40,12 @@ def samples(shards: list[Path], wanted: str) -> Iterator[tuple[str, bytes, bytes
     Nothing is passed over in silence: a sample's members come together (as webdataset groups them), each
     KEY.EXTENSION once, whatever its case; a member is a regular file (a link is refused, a folder holds no
     data); and the archive ends in tar's end marker, with nothing after it."""
+    for where, image, members in samples_with(shards, (wanted,)):
+        yield where, image, members[0]
+
+
+def samples_with(shards: list[Path], wanted: tuple[str, ...]) -> Iterator[tuple[str, bytes, list[bytes]]]:
+    """(where, image bytes, the bytes of each `wanted` member in order) per sample, as `samples` reads them."""
     for shard in shards:
         try:
             with tarfile.open(shard, "r:") as archive:
@@ -52,9 +58,10 @@ def samples(shards: list[Path], wanted: str) -> Iterator[tuple[str, bytes, bytes
             images = [extension for extension in IMAGE_EXTENSIONS if extension in files]
             if len(images) != 1:
                 raise ClipevalError(f"{where}: needs one image ({', '.join(IMAGE_EXTENSIONS)}), has {len(images)}")
-            if wanted not in files:
-                raise ClipevalError(f"{where}: has no .{wanted}")
-            yield where, files[images[0]], files[wanted]
+            for extension in wanted:
+                if extension not in files:
+                    raise ClipevalError(f"{where}: has no .{extension}")
+            yield where, files[images[0]], [files[extension] for extension in wanted]
 
 
 def _grouped_members(shard: Path, archive) -> dict[str, dict[str, bytes]]:

@@ -87,6 +87,15 @@ def group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
     return breakdown_rows(model, dataset, metrics, "groups", "group")
 
 
+def worst_group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
+    """A classification result's worst group per group field (classification/groups.py), with how many groups
+    it was the least of."""
+    return [
+        {"model": model, "dataset": dataset, "field": field, "groups": len(metrics["by_group"][field]), **worst}
+        for field, worst in metrics.get("worst_group", {}).items()
+    ]
+
+
 def shot_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
     """A linear probe's rows per number of shots: means over seeds, spreads and intervals."""
     return breakdown_rows(model, dataset, metrics, "shots", "shots") if metrics.get("task") == "probe" else []
@@ -316,7 +325,16 @@ def suites_markdown(suites: list[dict]) -> list[str]:
 
 
 def render_markdown(
-    rows, averages, comparisons, series=(), groups=(), suites=(), shots=(), tokenization=(), published=()
+    rows,
+    averages,
+    comparisons,
+    series=(),
+    groups=(),
+    suites=(),
+    shots=(),
+    tokenization=(),
+    published=(),
+    worst_groups=(),
 ) -> str:
     lines = ["# Results", "", "Percentages; 95% bootstrap intervals in brackets where computed.", ""]
     lines += headline_lines(rows)
@@ -332,6 +350,10 @@ def render_markdown(
         shown = [m.column for m in COMPOSITIONALITY_METRICS if any(m.column in row for row in groups)]
         lines += ["", "### Compositionality by group", ""]
         lines += markdown_table(list(groups), ["model", "dataset", "group", *shown])
+    if worst_groups:
+        lines += ["", "### Classification by group", "", "Each group field's worst group: the least top-1 and top-5"]
+        lines += ["over its groups with images (DataComp's worst-group accuracy); every group's in the score file.", ""]
+        lines += markdown_table(list(worst_groups), ["model", "dataset", "field", "groups", "top1", "top5"])
     if shots:
         columns = ["model", "dataset", "shots", *(m.column for m in PROBE_SHOT_METRICS)]
         lines += ["", "### Linear probe by shots", "", "Means over seeds; the spread is their standard deviation.", ""]
@@ -399,6 +421,9 @@ def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths
     suites = [read_json(path) for path in suite_paths]
     fits = [(model, dataset, read_json(path)) for model, dataset, path in tokenization]
     published = [row for result in results for row in published_rows(*result)]
-    markdown = render_markdown(rows, averages, comparisons, by_step, groups, suites, shots, fits, published)
+    worst_groups = [row for result in results for row in worst_group_rows(*result)]
+    markdown = render_markdown(
+        rows, averages, comparisons, by_step, groups, suites, shots, fits, published, worst_groups
+    )
     _write(outputs["markdown"], markdown)
     return rows

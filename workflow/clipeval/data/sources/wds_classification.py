@@ -3,19 +3,33 @@ its class index (`cls`), with ROOT/classnames.txt (a class per line, in index or
 ROOT/zeroshot_classification_templates.txt (a template per line, `{c}` standing for the class name) beside
 the split.
 
+DataComp's fairness and geography sets (Dollar Street, GeoDE) add to each
+sample a `npy`, a vector of integers: the groups it belongs to, one field a
+column (Dollar Street: income_ds, income_meta, region). `groups:` names the
+columns, and each image's groups go to labels.jsonl, for scores by group.
+
 Image ids count the samples from 0 in shard and tar order.
 """
 
+import io
 from pathlib import Path
 
+import numpy as np
+
 from clipeval.data.image_lmdb import decode_image
-from clipeval.data.sources import CLASSES, PreparedSource, SourceFormat
+from clipeval.data.sources import CLASSES, PreparedSource, Setting, SourceFormat
 from clipeval.data.sources.wds_retrieval import EXPORT, SPLIT
-from clipeval.data.tar_shards import samples, shard_files, text_of
+from clipeval.data.tar_shards import samples_with, shard_files, text_of
 from clipeval.data.text_lists import nonblank_lines
 from clipeval.errors import ClipevalError
 
 CLASSNAMES, TEMPLATES = "classnames.txt", "zeroshot_classification_templates.txt"
+GROUPS = Setting(
+    "groups",
+    "names of the columns of each sample's .npy, the groups it belongs to (Dollar Street: income_ds income_meta"
+    " region), scored by group",
+    many=True,
+)
 
 
 def export_templates(path) -> list[str]:
@@ -38,24 +52,46 @@ def read(settings) -> PreparedSource:
     templates = export_templates(root / TEMPLATES)
     if not templates:
         raise ClipevalError(f"{root / TEMPLATES}: no templates")
+    fields = settings.get("groups") or []
+    repeated = sorted({field for field in fields if fields.count(field) > 1})
+    if repeated:
+        raise ClipevalError(f"groups: the field {repeated[0]!r} is named twice")
     images, labels = [], []
-    for where, raw, label in samples(shard_files(root, settings["split"]), "cls"):
-        text = text_of(label, where, "cls").strip()
+    wanted = ("cls", "npy") if fields else ("cls",)
+    for where, raw, members in samples_with(shard_files(root, settings["split"]), wanted):
+        text = text_of(members[0], where, "cls").strip()
         if not (text.isascii() and text.isdigit()) or int(text) >= len(classnames):
             raise ClipevalError(
                 f"{where}: class {text!r} is not an index below {len(classnames)} ({root / CLASSNAMES})"
             )
         decode_image(raw, where)
         images.append((len(images), raw))
-        labels.append((len(labels), int(text)))
+        groups = {"groups": sample_groups(members[1], fields, where)} if fields else {}
+        labels.append((len(labels), int(text), *groups.values()))
     source = {"format": "wds_classification", "export": str(root), "split": settings["split"]}
+    if fields:
+        source["groups"] = list(fields)
     return PreparedSource(images, None, source, classes=(labels, classnames, templates))
+
+
+def sample_groups(raw: bytes, fields: list[str], where: str) -> dict[str, int]:
+    """{field: group} from a sample's `npy`: a vector of integers, one per field, read without pickle."""
+    try:
+        vector = np.load(io.BytesIO(raw), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise ClipevalError(f"{where}: .npy is not a numpy array of numbers ({type(error).__name__})") from None
+    if vector.ndim != 1 or not np.issubdtype(vector.dtype, np.integer) or len(vector) != len(fields):
+        raise ClipevalError(
+            f"{where}: .npy holds {vector.dtype} of shape {vector.shape}, not {len(fields)} integers, one per"
+            f" group field ({', '.join(fields)})"
+        )
+    return {field: int(value) for field, value in zip(fields, vector)}
 
 
 FORMAT = SourceFormat(
     name="wds_classification",
     help="a classification set in CLIP_benchmark's webdataset export (ROOT/SPLIT/N.tar: image + .cls)",
     writes=CLASSES,
-    settings=(EXPORT, SPLIT),
+    settings=(EXPORT, SPLIT, GROUPS),
     read=read,
 )
