@@ -299,3 +299,58 @@ def test_a_training_set_too_large_to_hold_is_preprocessed_a_batch_at_a_time_to_t
     monkeypatch.setattr("clipeval.models.training.HELD_IMAGES_BYTES", 0)
     train_clip(settings, shapes_dataset, tmp_path / "by-batch.pt", log=lambda _: None)
     assert (tmp_path / "held.pt").read_bytes() == (tmp_path / "by-batch.pt").read_bytes()
+
+
+def test_a_tags_activation_and_preprocessing_are_what_open_clip_sets_beyond_its_arch():
+    from clipeval.models.build import tag_settings
+
+    openai = tag_settings("ViT-B-32", "openai")  # open_clip's metadata, nothing downloaded
+    assert openai["quick_gelu"] is True and openai["mean"] == (0.48145466, 0.4578275, 0.40821073)
+    assert tag_settings("ViT-B-16-SigLIP", "webli")["resize_mode"] == "squash"
+
+
+def test_a_checkpoint_fine_tuned_from_a_tag_is_built_with_the_tags_settings(tmp_path, tiny_checkpoint, shapes_dataset):
+    from open_clip.transformer import QuickGELU
+    from torchvision.transforms import Normalize
+
+    from clipeval.models.build import TAG_SETTINGS_KEY
+
+    carried = {"quick_gelu": True, "mean": (0.5, 0.5, 0.5), "std": (0.25, 0.25, 0.25), "resize_mode": "squash"}
+    start = tmp_path / "from-a-tag.pt"
+    torch.save({**torch.load(tiny_checkpoint, weights_only=True), TAG_SETTINGS_KEY: carried}, start)
+    settings = TrainingSettings("clipeval-tiny", epochs=1, batch_size=20, lr=1e-3, seed=1, start_from=str(start))
+    train_clip(settings, shapes_dataset, tmp_path / "tuned.pt", log=lambda _: None)
+    assert (
+        torch.load(tmp_path / "tuned.pt", weights_only=True)[TAG_SETTINGS_KEY] == carried
+    )  # and on, fine-tune after fine-tune
+    for weights, quick in ((tiny_checkpoint, False), (tmp_path / "tuned.pt", True)):
+        model, transform, _ = build_model("clipeval-tiny", str(weights))
+        assert any(isinstance(module, QuickGELU) for module in model.modules()) == quick
+        normalize = next(step for step in transform.transforms if isinstance(step, Normalize))
+        assert tuple(normalize.mean) == ((0.5,) * 3 if quick else open_clip.OPENAI_DATASET_MEAN)
+    # The pixel stage decodes its images as the model's own preprocessing resizes them.
+    from clipeval.models.preprocessing import pixel_recipe
+
+    assert "squash" in pixel_recipe("clipeval-tiny", str(tmp_path / "tuned.pt"))
+    assert "squash" not in pixel_recipe("clipeval-tiny", str(tiny_checkpoint))
+    # The config's own preprocessing still wins.
+    _, transform, _ = build_model("clipeval-tiny", str(tmp_path / "tuned.pt"), preprocess={"mean": [0.1, 0.2, 0.3]})
+    assert tuple(next(s for s in transform.transforms if isinstance(s, Normalize)).mean) == (0.1, 0.2, 0.3)
+
+
+def test_a_frozen_image_towers_batch_norms_keep_their_statistics():
+    from clipeval.models.training import train_mode
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.visual = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1), torch.nn.BatchNorm2d(4))
+            self.text = torch.nn.BatchNorm1d(4)
+
+    model = Model()
+    train_mode(model, ("image",))
+    assert (model.training, model.visual[0].training, model.visual[1].training, model.text.training) == (
+        True, True, False, True,
+    )  # fmt: skip
+    train_mode(model, ())
+    assert model.visual[1].training

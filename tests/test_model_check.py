@@ -53,6 +53,13 @@ def test_a_checkpoint_of_the_arch_fits_and_an_altered_one_says_what_differs(tmp_
     assert model_problem("mine", "clipeval-tiny", path, "fp32", "extract.precision", "cpu") == (
         f"models.mine.pretrained: {path}: weights do not fit arch 'clipeval-tiny': {misfit}"
     )
+    # The weights a fine-tune starts from are named by their own key.
+    assert model_problem(
+        "mine", "clipeval-tiny", path, "fp32", "extract.precision", "cpu", "models.mine.train.from"
+    ) == (f"models.mine.train.from: {path}: weights do not fit arch 'clipeval-tiny': {misfit}")
+    assert model_problem(
+        "mine", "clipeval-tiny", "opnai", "fp32", "extract.precision", "cpu", "models.mine.train.from"
+    ) == ("models.mine.train.from: unknown pretrained tag 'opnai' for arch 'clipeval-tiny' (known: none)")
     with pytest.raises(Exception) as error:  # a job that builds it anyway says the same
         build_model("clipeval-tiny", path)
     assert str(error.value) == f"{path}: weights do not fit arch 'clipeval-tiny': {misfit}"

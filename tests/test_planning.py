@@ -11,6 +11,7 @@ import pytest
 import yaml
 from conftest import REPO
 
+from clipeval.errors import ClipevalError
 from clipeval.planning.artifacts import artifact_path, names_matching
 from clipeval.planning.checks import (
     NAME,
@@ -662,16 +663,17 @@ def test_models_are_checked_once_per_definition_and_a_problem_stops_the_run(tmp_
 
     plan = plan_of(with_checkpoint)
     assert check_arguments(plan, check_device=True) == [
-        ["tiny", "clipeval-tiny", "", "fp32", "extract.precision", "cpu"],
-        ["b32", "ViT-B-32", "openai", "bf16", "models.b32.precision", "cpu"],
-        ["file", "clipeval-tiny", "weights/epoch_3.pt", "fp32", "extract.precision", "cpu"],
-        ["next", "clipeval-tiny", "", "fp32", "extract.precision", "cpu"],  # trained by this run: not there yet
+        ["tiny", "clipeval-tiny", "", "fp32", "extract.precision", "cpu", "models.tiny.pretrained"],
+        ["b32", "ViT-B-32", "openai", "bf16", "models.b32.precision", "cpu", "models.b32.pretrained"],
+        ["file", "clipeval-tiny", "weights/epoch_3.pt", "fp32", "extract.precision", "cpu", "models.file.pretrained"],
+        # trained by this run: not there yet
+        ["next", "clipeval-tiny", "", "fp32", "extract.precision", "cpu", "models.next.pretrained"],
     ]
     content = {"weights/epoch_3.pt": "first"}
     asked = []
 
     def run_check(words):
-        asked.append(words[1::7])  # the names after each --model
+        asked.append(words[1::8])  # the names after each --model
         return problems
 
     def check():
@@ -708,3 +710,41 @@ def test_a_model_trained_to_be_evaluated_every_epoch_is_a_series_of_one_epoch_tr
     # Each epoch's checkpoint is its own, and none is the model trained at once.
     at_once = plan_of().training_keys["tiny"]
     assert len({*plan.training_keys_by_epoch(), at_once}) == 4
+
+
+def test_a_trained_series_is_checked_under_its_own_entry_and_its_start_once():
+    from clipeval.planning.model_checks import check_arguments
+
+    def series(change):
+        config = copy.deepcopy(CONFIG)
+        config["datasets"] = {"train": config["datasets"]["train"]}
+        config["models"] = {"tiny": config["models"]["tiny"]}
+        config["models"]["tiny"]["train"].update(epochs=2, every_epoch=True, **{"from": "start/tiny.pt"})
+        change(config["models"]["tiny"]["train"])
+        expand_checkpoint_series(config)
+        return Plan(config, ["config/mine.yaml"])
+
+    with pytest.raises(ConfigError) as error:
+        check_references(series(lambda train: train.update(precision="bf16")))
+    assert str(error.value).startswith("models.tiny.train.precision: bf16 on the CPU is outside numerics: portable")
+    with pytest.raises(ConfigError) as error:
+        check_references(series(lambda train: train.update(dataset="nowhere")))
+    assert str(error.value).startswith("models.tiny.train.dataset: unknown dataset 'nowhere'")
+    with pytest.raises(ConfigError) as error:
+        check_inputs(series(lambda train: None))
+    assert str(error.value).startswith("models.tiny.train.from: file start/tiny.pt not found")
+    checked = [words for words in check_arguments(series(lambda train: None), False) if words[0] == "tiny"]
+    assert checked == [
+        ["tiny", "clipeval-tiny", "start/tiny.pt", "fp32", "extract.precision", "-", "models.tiny.train.from"]
+    ]
+
+
+def test_an_epoch_named_as_another_series_member_is_refused():
+    config = copy.deepcopy(CONFIG)
+    config["models"] = {
+        "a": {"arch": "clipeval-tiny", "checkpoints": "w/*.pt"},
+        "a.b": {"arch": "clipeval-tiny", "train": {**CONFIG["models"]["tiny"]["train"], "every_epoch": True}},
+    }
+    with pytest.raises(ClipevalError) as error:
+        expand_checkpoint_series(config, find=lambda pattern: ["w/b.epoch_1.pt"])
+    assert str(error.value) == "models.a.b.train.every_epoch: its member 'a.b.epoch_1' has the name of another model"

@@ -164,6 +164,34 @@ def _download_failures_said_once():
         root.removeFilter(quiet)
 
 
+# What an open_clip tag sets beyond its arch's config (open_clip's pretrained config): a checkpoint clipeval
+# fine-tuned from the tag keeps them under this key, and is built with them (models/training.py).
+TAG_SETTINGS_KEY = "open_clip_tag_settings"
+TAG_SETTINGS = ("quick_gelu", *PREPROCESS_ARGUMENTS)
+
+
+def tag_settings(arch: str, pretrained: str | None) -> dict:
+    """QuickGELU and the preprocessing the weights were trained with, where they are not the arch's own: those of
+    an open_clip tag, or those a checkpoint fine-tuned from one carries."""
+    if not pretrained or pretrained.endswith(BIG_VISION_SUFFIX):
+        return {}
+    if is_checkpoint_path(pretrained):
+        try:
+            checkpoint = torch.load(pretrained, map_location="cpu", weights_only=True, mmap=True)
+        except Exception:  # not a zip archive (mmap needs one), or not loadable: check_loadable says which
+            return {}
+        carried = checkpoint.get(TAG_SETTINGS_KEY) if isinstance(checkpoint, dict) else None
+        return dict(carried) if isinstance(carried, dict) else {}
+    config = open_clip.get_pretrained_cfg(arch, pretrained) or {}
+    return {key: config[key] for key in TAG_SETTINGS if key in config}
+
+
+def with_carried_preprocessing(arch: str, pretrained: str | None, preprocess: dict) -> dict:
+    """A model's preprocessing overrides, over those its checkpoint carries from a tag (tag_settings)."""
+    carried = tag_settings(arch, pretrained) if pretrained and is_checkpoint_path(pretrained) else {}
+    return {**{key: carried[key] for key in PREPROCESS_ARGUMENTS if key in carried}, **preprocess}
+
+
 def build_model(arch: str, pretrained: str | None, device: str = "cpu", precision: str = "fp32", preprocess=None):
     """Return (model in eval mode, eval preprocess, tokenizer).
 
@@ -183,6 +211,8 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     local = bool(pretrained) and is_checkpoint_path(pretrained)
     if local:
         check_loadable(pretrained)
+    carried = tag_settings(arch, pretrained) if local else {}
+    preprocess = with_carried_preprocessing(arch, pretrained, preprocess)
     # big_vision weights are copied in tensor by tensor, not by a strict load
     loads_every_weight = bool(pretrained) and not pretrained.endswith(BIG_VISION_SUFFIX)
     try:
@@ -197,6 +227,7 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
                 device=device,
                 precision=precision,
                 require_pretrained=bool(pretrained),
+                force_quick_gelu=bool(carried.get("quick_gelu")),
                 **{PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
             )
     except OSError as error:  # a download that failed, or a file the Hugging Face cache does not hold

@@ -8,9 +8,11 @@ from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_check
 from clipeval.models.weights_fit import weights_misfit
 
 
-def model_problem(name, arch, pretrained, precision, precision_key, device) -> str | None:
-    """'models.NAME.KEY: what is wrong', or None. `device` None leaves the precision unchecked."""
+def model_problem(name, arch, pretrained, precision, precision_key, device, weights_key=None) -> str | None:
+    """'models.NAME.KEY: what is wrong', or None. `device` None leaves the precision unchecked; `weights_key` is
+    the key `pretrained` comes from (default models.NAME.pretrained)."""
     key = f"models.{name}"
+    weights_key = weights_key or f"{key}.pretrained"
     try:
         check_arch(arch)
     except ClipevalError as error:
@@ -20,9 +22,9 @@ def model_problem(name, arch, pretrained, precision, precision_key, device) -> s
         if pretrained and is_checkpoint_path(pretrained):
             misfit = _checkpoint_misfit(arch, pretrained)
             if misfit:
-                return f"{key}.pretrained: {pretrained}: weights do not fit arch {arch!r}: {misfit}"
+                return f"{weights_key}: {pretrained}: weights do not fit arch {arch!r}: {misfit}"
     except ClipevalError as error:
-        return f"{key}.pretrained: {error}"
+        return f"{weights_key}: {error}"
     if device is not None:
         return _precision_problem(precision, precision_key, device)
     return None

@@ -13,6 +13,7 @@ is a chain of one-epoch jobs. Every checkpoint is one that
 import contextlib
 import io
 import math
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from tqdm import tqdm
 
 from clipeval.data.dataset import open_dataset
 from clipeval.errors import ClipevalError
-from clipeval.models.build import build_model, resolve_device
+from clipeval.models.build import TAG_SETTINGS_KEY, build_model, resolve_device, tag_settings
 from clipeval.models.optimizer import PortableAdamW
 from clipeval.storage.atomic import atomic_output
 
@@ -120,6 +121,16 @@ def freeze_towers(model, towers) -> None:
         model.lock_text_tower()
 
 
+def train_mode(model, towers) -> None:
+    """Training mode, but a frozen image tower's batch norms keep their running statistics (a ResNet's would
+    follow the training batches, and change the frozen tower's features)."""
+    model.train()
+    if "image" in towers:
+        for module in model.visual.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                module.eval()
+
+
 def autocast(precision: str, device: str):
     """fp32: none; bf16: bfloat16 autocast; amp: float16 autocast on a GPU, bfloat16 on a CPU."""
     if precision not in PRECISIONS:
@@ -143,9 +154,10 @@ def train_clip(
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
     device = resolve_device(settings.device)
-    # Resumed weights replace the start's: only the arch is built then.
-    start = None if resume else settings.start_from
-    model, preprocess, tokenizer = build_model(settings.arch, start, device=device)
+    # Built from the start's weights even where resumed weights replace them: a tag also sets the model's
+    # activation and preprocessing (build.tag_settings), which every epoch keeps.
+    model, preprocess, tokenizer = build_model(settings.arch, settings.start_from, device=device)
+    carried = tag_settings(settings.arch, settings.start_from)
     freeze_towers(model, settings.freeze)
     optimizer = PortableAdamW(
         [parameter for parameter in model.parameters() if parameter.requires_grad],
@@ -163,7 +175,7 @@ def train_clip(
     steps_per_epoch = max(1, len(images) // settings.batch_size)
     total_steps = settings.epochs * steps_per_epoch
     warmup_steps = steps_per_epoch if settings.warmup_steps is None else settings.warmup_steps
-    model.train()
+    train_mode(model, settings.freeze)
     progress = tqdm(total=(stop_after - len(history)) * steps_per_epoch, desc="train", unit="step", mininterval=5)
     for epoch in range(len(history), stop_after):
         order = rng.permutation(len(images))
@@ -192,7 +204,8 @@ def train_clip(
     images.close()
 
     model.eval()
-    _save({"state_dict": _on_cpu(model.state_dict()), "arch": settings.arch, "epoch_losses": history}, output)
+    checkpoint = {"state_dict": _on_cpu(model.state_dict()), "arch": settings.arch, "epoch_losses": history}
+    _save({**checkpoint, TAG_SETTINGS_KEY: carried} if carried else checkpoint, output)
     if state_output is not None:
         state = {
             "model": _on_cpu(model.state_dict()),
@@ -200,6 +213,7 @@ def train_clip(
             "scaler": scaler.state_dict(),
             "numpy_rng": rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if device.startswith("cuda") else [],
             "epoch_losses": history,
         }
         _save(state, state_output)
@@ -209,15 +223,18 @@ def train_clip(
 def _resumed(path, model, optimizer, scaler, rng, device) -> list[float]:
     """Load a stopped run's state into this one; its epochs' losses."""
     try:
-        state = torch.load(path, map_location=device, weights_only=True)
+        # On the CPU, where the random generators' states belong; the weights and moments move to the model's.
+        state = torch.load(path, map_location="cpu", weights_only=True)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         if state["scaler"]:
             scaler.load_state_dict(state["scaler"])
         rng.bit_generator.state = state["numpy_rng"]
         torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] and device.startswith("cuda"):
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
         return list(state["epoch_losses"])
-    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as error:
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, pickle.UnpicklingError) as error:
         raise ClipevalError(f"{path}: not a training state to resume from ({type(error).__name__})") from None
 
 

@@ -26,6 +26,7 @@ from clipeval.numerics import PORTABLE_THREADS, portable_threads_error
 from clipeval.planning.artifacts import RESULTS
 from clipeval.planning.config_errors import location
 from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
+from clipeval.planning.series import config_name
 from clipeval.published.benchmarks import BENCHMARKS
 
 # What a dataset, model or experiment may be called: each name becomes a path
@@ -95,13 +96,14 @@ def check_references(plan: Plan) -> None:
             )
     for name, entry in config["models"].items():
         if "train" in entry:
+            named = config_name(config, name)  # an epoch of a series: the series' entry
             if not is_open_clip(entry["arch"]):
                 raise ConfigError(
-                    f"{location(('models', name, 'train'))}: clipeval trains open_clip archs only, not"
+                    f"{location(('models', named, 'train'))}: clipeval trains open_clip archs only, not"
                     f" {entry['arch']!r}: give this model's weights (pretrained) instead"
                 )
-            known(("models", name, "train", "dataset"), entry["train"]["dataset"], "datasets")
-            check_training_precision(name, entry["train"], config["numerics"])
+            known(("models", named, "train", "dataset"), entry["train"]["dataset"], "datasets")
+            check_training_precision(named, entry["train"], config["numerics"])
         for dataset, files in entry.get("features", {}).items():
             if config["datasets"].get(dataset, {}).get("task") == "probe_train":
                 continue  # a probe's train split: its images are all it needs
@@ -227,7 +229,7 @@ def check_inputs(plan: Plan) -> None:
         if is_checkpoint_path(weights) and weights not in trained:
             named.append((("models", name, "pretrained"), weights, FILE))
         if is_checkpoint_path(entry.get("train", {}).get("from", "")):
-            named.append((("models", name, "train", "from"), entry["train"]["from"], FILE))
+            named.append((("models", config_name(config, name), "train", "from"), entry["train"]["from"], FILE))
         named += [
             (("models", name, "features", dataset, kind), path, FILE)
             for dataset, files in entry.get("features", {}).items()

@@ -17,6 +17,7 @@ from pathlib import Path
 from clipeval.data.sources import FILE
 from clipeval.models.pretrained import is_checkpoint_path
 from clipeval.planning.plan import ConfigError, Plan
+from clipeval.planning.series import config_name
 
 PASSED = Path(".snakemake/clipeval-model-checks")
 UNCHECKED_DEVICE = "-"
@@ -24,27 +25,31 @@ UNCHECKED_DEVICE = "-"
 
 def check_arguments(plan: Plan, check_device: bool) -> list[list[str]]:
     """The words of `check-models --model` for each model a job builds: NAME ARCH PRETRAINED PRECISION
-    PRECISION_KEY DEVICE. A checkpoint the workflow trains is not there to check yet."""
+    PRECISION_KEY DEVICE WEIGHTS_KEY, once for the epochs of a trained series. A checkpoint the workflow trains
+    is not there to check yet; the weights a fine-tune starts from (`train.from`) are."""
     trained = {
         plan.artifact("checkpoint", model=name) for name, entry in plan.config["models"].items() if "train" in entry
     }
     device = plan.config["extract"]["device"] if check_device else UNCHECKED_DEVICE
     words = []
-    for name, entry in plan.config["models"].items():
-        if plan.is_features_model(name):
+    for model, entry in plan.config["models"].items():
+        if plan.is_features_model(model):
             continue
-        pretrained = entry.get("pretrained", "")
+        name = config_name(plan.config, model) if "train" in entry else model
+        pretrained, weights_key = entry.get("pretrained", ""), f"models.{name}.pretrained"
+        if "from" in entry.get("train", {}):
+            pretrained, weights_key = entry["train"]["from"], f"models.{name}.train.from"
         precision_key = f"models.{name}.precision" if "precision" in entry else "extract.precision"
-        words.append(
-            [name, entry["arch"], "" if pretrained in trained else pretrained, plan.model_precision(name)]
-            + [precision_key, device]
-        )
+        checked = [name, entry["arch"], "" if pretrained in trained else pretrained, plan.model_precision(model)]
+        checked += [precision_key, device, weights_key]
+        if checked not in words:
+            words.append(checked)
     return words
 
 
 def passed_name(words: list[str], content_digest, code: str) -> str:
     """The name of the record of a model's passed check: a digest of what the check's answer depends on."""
-    _, _, pretrained, _, _, device = words
+    _, _, pretrained, _, _, device, _ = words
     checkpoint = content_digest(FILE, pretrained) if is_checkpoint_path(pretrained) else None
     machine = None if device == UNCHECKED_DEVICE else [platform.node(), os.environ.get("CUDA_VISIBLE_DEVICES")]
     described = json.dumps([words, checkpoint, code, machine])

@@ -67,7 +67,7 @@ def expand_checkpoint_series(config: dict, find=None) -> None:
         if entry.get("train", {}).get(EVERY_EPOCH):
             series[name] = []
             for epoch, member, member_entry in epoch_members(name, entry):
-                if member in config["models"]:
+                if member in config["models"] or member in models:
                     raise ClipevalError(
                         f"{location(('models', name, 'train', EVERY_EPOCH))}: its member {member!r} has the name of"
                         " another model"
@@ -105,6 +105,14 @@ def expand_checkpoint_series(config: dict, find=None) -> None:
     config["models"] = models
     config[SERIES_KEY] = series
     _expand_evaluate(config, series, left_out)
+
+
+def config_name(config: dict, model: str) -> str:
+    """The name the user's config gives a model: a series member's is its series'."""
+    for name, members in config.get(SERIES_KEY, {}).items():
+        if any(member == model for _, member in members):
+            return name
+    return model
 
 
 def epoch_members(series: str, entry: dict) -> list[tuple[int, str, dict]]:
