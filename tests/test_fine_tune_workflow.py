@@ -44,6 +44,9 @@ def test_a_fine_tune_evaluates_each_epoch_and_its_last_is_the_bytes_of_one_train
     assert planned["train_epoch"] == 3 and "train" not in planned
     run_jobs(workdir)
 
+    # Each epoch's state went once the next had resumed from it, and nothing is left to do.
+    assert sorted((workdir / "results/checkpoints").rglob("state.pt")) == []
+    assert planned_jobs(workdir) == {}
     experiment = workdir / "results/experiments/tune"
     with open(experiment / "series.csv") as handle:
         rows = list(csv.DictReader(handle))

@@ -45,7 +45,9 @@ rule train_epoch:
         unpack(epoch_train_inputs),
     output:
         checkpoint=ARTIFACTS["checkpoint"],
-        state=ARTIFACTS["training_state"],
+        # Removed once the next epoch has resumed from it (the last epoch's at once): it is some three times
+        # the checkpoint's size, and no evaluation reads it.
+        state=temp(ARTIFACTS["training_state"]),
     log:
         "logs/train/{training_key}.log",
     wildcard_constraints:
