@@ -344,6 +344,11 @@ def test_usable_names_pass_and_the_schema_states_the_same_rule():
             "models.tiny.train.dataset: unknown dataset 'nowhere' (known: train, flickr, coco, cifar)",
         ),
         (
+            lambda c: c["datasets"]["cifar"].update(task="probe_train", groups=["region"]),
+            "datasets.cifar.groups: only a dataset of task classification is scored by group (this one's task is"
+            " probe_train)",
+        ),
+        (
             lambda c: c["models"]["tiny"]["train"].update(precision="bf16"),
             "models.tiny.train.precision: bf16 on the CPU is outside numerics: portable, whose training is the same"
             " bits on every CPU: train in fp32, on a GPU (device: cuda), or under numerics: native",

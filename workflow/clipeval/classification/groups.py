@@ -19,15 +19,16 @@ def load_groups(path, image_ids: np.ndarray) -> dict[str, np.ndarray] | None:
     if all(groups is None for _, _, groups in rows):
         return None
     valid = [(where, groups) for where, _, groups in rows if isinstance(groups, dict) and groups]
-    first, fields = (valid[0][0], sorted(valid[0][1])) if valid else ("no row", None)
+    first, fields = (valid[0][0], list(valid[0][1])) if valid else (None, [])
     by_image = {}
     for where, image_id, groups in rows:
         if not isinstance(groups, dict) or not groups:
+            having = f", as {first} has" if first else ""
             raise ClipevalError(
-                f"{where}: image_id {image_id} has no groups (a field: integer mapping), as {first} has"
+                f"{where}: image_id {image_id} has groups {groups!r}, not a mapping of fields to integers{having}"
             )
-        if sorted(groups) != fields:
-            raise ClipevalError(f"{where}: groups of the fields {sorted(groups)}, not {fields} as on {first}")
+        if sorted(groups) != sorted(fields):
+            raise ClipevalError(f"{where}: groups of the fields {sorted(groups)}, not {sorted(fields)} as on {first}")
         for field, value in groups.items():
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ClipevalError(f"{where}: group {field} is {value!r}, not an integer")
@@ -39,8 +40,9 @@ def load_groups(path, image_ids: np.ndarray) -> dict[str, np.ndarray] | None:
 
 
 def group_metrics(ranks: np.ndarray, groups: dict[str, np.ndarray], num_classes: int) -> dict:
-    """by_group: {field: {group: {images, top1, top5}}} in percent; worst_group: {field: {top1, top5}}, each the
-    least over the groups with images. top-k is None where it is undefined (k of the classes or more)."""
+    """by_group: {field: {group: {images, top1, top5}}} in percent; worst_group: {field: {top1, top5, top1_group,
+    top5_group}}, each the least over the groups with images and the group it is (the first by number on a tie).
+    top-k is None where it is undefined (k of the classes or more)."""
     defined = [k for k in TOP_K if not (k > num_classes or (k > 1 and k == num_classes))]
     by_group, worst = {}, {}
     for field, values in groups.items():
@@ -51,8 +53,10 @@ def group_metrics(ranks: np.ndarray, groups: dict[str, np.ndarray], num_classes:
                 "images": int(len(members)),
                 **{f"top{k}": float(100.0 * np.mean(members <= k)) if k in defined else None for k in TOP_K},
             }
-        worst[field] = {
-            f"top{k}": min(group[f"top{k}"] for group in by_group[field].values()) if k in defined else None
-            for k in TOP_K
-        }
+        worst[field] = {}
+        for k in TOP_K:
+            # The first group by number on a tie (np.unique ordered them).
+            least = min(by_group[field], key=lambda group: by_group[field][group][f"top{k}"]) if k in defined else None
+            worst[field][f"top{k}"] = by_group[field][least][f"top{k}"] if least is not None else None
+            worst[field][f"top{k}_group"] = least
     return {"by_group": by_group, "worst_group": worst}

@@ -40,12 +40,13 @@ def samples(shards: list[Path], wanted: str) -> Iterator[tuple[str, bytes, bytes
     Nothing is passed over in silence: a sample's members come together (as webdataset groups them), each
     KEY.EXTENSION once, whatever its case; a member is a regular file (a link is refused, a folder holds no
     data); and the archive ends in tar's end marker, with nothing after it."""
-    for where, image, members in samples_with(shards, (wanted,)):
+    for where, image, members, _ in samples_with(shards, (wanted,)):
         yield where, image, members[0]
 
 
-def samples_with(shards: list[Path], wanted: tuple[str, ...]) -> Iterator[tuple[str, bytes, list[bytes]]]:
-    """(where, image bytes, the bytes of each `wanted` member in order) per sample, as `samples` reads them."""
+def samples_with(shards: list[Path], wanted: tuple[str, ...]) -> Iterator[tuple[str, bytes, list[bytes], set[str]]]:
+    """(where, image bytes, the bytes of each `wanted` member in order, the extensions of all its members) per
+    sample, as `samples` reads them."""
     for shard in shards:
         try:
             with tarfile.open(shard, "r:") as archive:
@@ -61,7 +62,7 @@ def samples_with(shards: list[Path], wanted: tuple[str, ...]) -> Iterator[tuple[
             for extension in wanted:
                 if extension not in files:
                     raise ClipevalError(f"{where}: has no .{extension}")
-            yield where, files[images[0]], [files[extension] for extension in wanted]
+            yield where, files[images[0]], [files[extension] for extension in wanted], set(files)
 
 
 def _grouped_members(shard: Path, archive) -> dict[str, dict[str, bytes]]:

@@ -94,6 +94,12 @@ def check_references(plan: Plan) -> None:
                 f"{location(key)}: dataset {entry['train_split']!r} has task {task!r}; a train split is a"
                 f" classification dataset ({' or '.join(PROBE_TRAIN_TASKS)})"
             )
+    for name, entry in config["datasets"].items():
+        if "groups" in entry and entry["task"] != "classification":
+            raise ConfigError(
+                f"{location(('datasets', name, 'groups'))}: only a dataset of task classification is scored by group"
+                f" (this one's task is {entry['task']})"
+            )
     for name, entry in config["models"].items():
         if "train" in entry:
             named = config_name(config, name)  # an epoch of a series: the series' entry

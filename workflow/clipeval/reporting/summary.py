@@ -352,8 +352,10 @@ def render_markdown(
         lines += markdown_table(list(groups), ["model", "dataset", "group", *shown])
     if worst_groups:
         lines += ["", "### Classification by group", "", "Each group field's worst group: the least top-1 and top-5"]
-        lines += ["over its groups with images (DataComp's worst-group accuracy); every group's in the score file.", ""]
-        lines += markdown_table(list(worst_groups), ["model", "dataset", "field", "groups", "top1", "top5"])
+        lines += ["over its groups with images (DataComp's worst-group accuracy), and which group it is; every group's"]
+        lines += ["numbers are in the score file.", ""]
+        columns = ["model", "dataset", "field", "groups", "top1", "top1_group", "top5", "top5_group"]
+        lines += markdown_table(list(worst_groups), columns)
     if shots:
         columns = ["model", "dataset", "shots", *(m.column for m in PROBE_SHOT_METRICS)]
         lines += ["", "### Linear probe by shots", "", "Means over seeds; the spread is their standard deviation.", ""]

@@ -12,6 +12,7 @@ Image ids count the samples from 0 in shard and tar order.
 """
 
 import io
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from clipeval.data.sources import CLASSES, PreparedSource, Setting, SourceFormat
 from clipeval.data.sources.wds_retrieval import EXPORT, SPLIT
 from clipeval.data.tar_shards import samples_with, shard_files, text_of
 from clipeval.data.text_lists import nonblank_lines
-from clipeval.errors import ClipevalError
+from clipeval.errors import ClipevalError, first_line
 
 CLASSNAMES, TEMPLATES = "classnames.txt", "zeroshot_classification_templates.txt"
 GROUPS = Setting(
@@ -58,7 +59,10 @@ def read(settings) -> PreparedSource:
         raise ClipevalError(f"groups: the field {repeated[0]!r} is named twice")
     images, labels = [], []
     wanted = ("cls", "npy") if fields else ("cls",)
-    for where, raw, members in samples_with(shard_files(root, settings["split"]), wanted):
+    unnamed_groups = None
+    for where, raw, members, extensions in samples_with(shard_files(root, settings["split"]), wanted):
+        if not fields and "npy" in extensions and unnamed_groups is None:
+            unnamed_groups = where
         text = text_of(members[0], where, "cls").strip()
         if not (text.isascii() and text.isdigit()) or int(text) >= len(classnames):
             raise ClipevalError(
@@ -68,6 +72,12 @@ def read(settings) -> PreparedSource:
         images.append((len(images), raw))
         groups = {"groups": sample_groups(members[1], fields, where)} if fields else {}
         labels.append((len(labels), int(text), *groups.values()))
+    if unnamed_groups:  # DataComp's fairness sets: their main metrics are by group
+        print(
+            f"note: {unnamed_groups} (and maybe others) has a .npy, which DataComp's fairness sets use for the groups"
+            " a sample belongs to; it is not read: `groups:` names its columns to score by group",
+            file=sys.stderr,
+        )
     source = {"format": "wds_classification", "export": str(root), "split": settings["split"]}
     if fields:
         source["groups"] = list(fields)
@@ -75,16 +85,24 @@ def read(settings) -> PreparedSource:
 
 
 def sample_groups(raw: bytes, fields: list[str], where: str) -> dict[str, int]:
-    """{field: group} from a sample's `npy`: a vector of integers, one per field, read without pickle."""
+    """{field: group} from a sample's `npy`: a vector of numbers, one per field, each a whole number. The header
+    is read first, so that no pickle is loaded and nothing is allocated for a shape the bytes do not hold."""
+    expected = f"not {len(fields)} integers, one per group field ({', '.join(fields)})"
+    buffer = io.BytesIO(raw)
     try:
-        vector = np.load(io.BytesIO(raw), allow_pickle=False)
+        version = np.lib.format.read_magic(buffer)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran_order, dtype = read_header(buffer)
     except (ValueError, OSError, EOFError) as error:
-        raise ClipevalError(f"{where}: .npy is not a numpy array of numbers ({type(error).__name__})") from None
-    if vector.ndim != 1 or not np.issubdtype(vector.dtype, np.integer) or len(vector) != len(fields):
-        raise ClipevalError(
-            f"{where}: .npy holds {vector.dtype} of shape {vector.shape}, not {len(fields)} integers, one per"
-            f" group field ({', '.join(fields)})"
-        )
+        raise ClipevalError(f"{where}: .npy is not a numpy array file ({first_line(error)})") from None
+    if dtype.kind not in "iuf" or shape != (len(fields),):
+        raise ClipevalError(f"{where}: .npy holds {dtype} of shape {shape}, {expected}")
+    data = raw[buffer.tell() :]
+    if len(data) != dtype.itemsize * len(fields):
+        raise ClipevalError(f"{where}: .npy has {len(data)} bytes of data where its header declares {shape} {dtype}")
+    vector = np.frombuffer(data, dtype=dtype)
+    if dtype.kind == "f" and not np.all(np.isfinite(vector) & (vector == np.round(vector))):
+        raise ClipevalError(f"{where}: .npy holds {vector.tolist()}, {expected}")
     return {field: int(value) for field, value in zip(fields, vector)}
 
 
