@@ -157,6 +157,23 @@ def training_options(wildcards):
     return words
 
 
+def training_params():
+    """What both training rules give their command, and what decides their checkpoint beyond its key."""
+    return {
+        "arch": trained_arch,
+        "dataset_dir": lambda wildcards, input: str(Path(input.meta).parent),
+        "epochs": train_setting("epochs"),
+        "batch_size": train_setting("batch_size"),
+        "lr": train_setting("lr"),
+        "seed": train_setting("seed"),
+        "options": training_options,
+        "dataset_definition": training_dataset_definition,
+        "start_weights": start_weights,
+        "numerics": config["numerics"],
+        "code": code_fingerprint("train"),
+    }
+
+
 def start_weights(wildcards):
     """The digest of the checkpoint a fine-tune starts from (an open_clip tag is in the model's definition)."""
     model = trained_model_of(wildcards)

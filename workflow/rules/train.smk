@@ -22,17 +22,7 @@ rule train:
         ENV_FILE
     threads: COMPUTE_THREADS
     params:
-        arch=trained_arch,
-        dataset_dir=lambda wildcards, input: str(Path(input.meta).parent),
-        epochs=train_setting("epochs"),
-        batch_size=train_setting("batch_size"),
-        lr=train_setting("lr"),
-        seed=train_setting("seed"),
-        options=training_options,
-        dataset_definition=training_dataset_definition,
-        start_weights=start_weights,
-        numerics=config["numerics"],
-        code=code_fingerprint("train"),
+        **training_params(),
     shell:
         "python -m clipeval train --arch {params.arch:q} --dataset {params.dataset_dir:q}"
         " --epochs {params.epochs:q} --batch-size {params.batch_size:q} --lr {params.lr:q}"
@@ -57,18 +47,8 @@ rule train_epoch:
         ENV_FILE
     threads: COMPUTE_THREADS
     params:
-        arch=trained_arch,
-        dataset_dir=lambda wildcards, input: str(Path(input.meta).parent),
-        epochs=train_setting("epochs"),
-        batch_size=train_setting("batch_size"),
-        lr=train_setting("lr"),
-        seed=train_setting("seed"),
-        options=training_options,
+        **training_params(),
         resume=lambda wildcards, input: ["--resume", input.resume] if "resume" in input.keys() else [],
-        dataset_definition=training_dataset_definition,
-        start_weights=start_weights,
-        numerics=config["numerics"],
-        code=code_fingerprint("train"),
     shell:
         "python -m clipeval train --arch {params.arch:q} --dataset {params.dataset_dir:q}"
         " --epochs {params.epochs:q} --batch-size {params.batch_size:q} --lr {params.lr:q}"

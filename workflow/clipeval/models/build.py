@@ -186,9 +186,13 @@ def tag_settings(arch: str, pretrained: str | None) -> dict:
     return {key: config[key] for key in TAG_SETTINGS if key in config}
 
 
-def with_carried_preprocessing(arch: str, pretrained: str | None, preprocess: dict) -> dict:
-    """A model's preprocessing overrides, over those its checkpoint carries from a tag (tag_settings)."""
-    carried = tag_settings(arch, pretrained) if pretrained and is_checkpoint_path(pretrained) else {}
+def carried_settings(arch: str, pretrained: str | None) -> dict:
+    """The tag settings a local checkpoint carries (tag_settings); none for a tag, which open_clip applies."""
+    return tag_settings(arch, pretrained) if pretrained and is_checkpoint_path(pretrained) else {}
+
+
+def with_carried_preprocessing(carried: dict, preprocess: dict) -> dict:
+    """A model's preprocessing overrides, over those its checkpoint carries."""
     return {**{key: carried[key] for key in PREPROCESS_ARGUMENTS if key in carried}, **preprocess}
 
 
@@ -211,8 +215,8 @@ def build_model(arch: str, pretrained: str | None, device: str = "cpu", precisio
     local = bool(pretrained) and is_checkpoint_path(pretrained)
     if local:
         check_loadable(pretrained)
-    carried = tag_settings(arch, pretrained) if local else {}
-    preprocess = with_carried_preprocessing(arch, pretrained, preprocess)
+    carried = carried_settings(arch, pretrained)
+    preprocess = with_carried_preprocessing(carried, preprocess)
     # big_vision weights are copied in tensor by tensor, not by a strict load
     loads_every_weight = bool(pretrained) and not pretrained.endswith(BIG_VISION_SUFFIX)
     try:

@@ -7,7 +7,7 @@ from open_clip.transform import PreprocessCfg, image_transform_v2
 
 from clipeval.errors import first_line
 from clipeval.features.pixels import model_recipe
-from clipeval.models.build import PREPROCESS_ARGUMENTS, with_carried_preprocessing
+from clipeval.models.build import PREPROCESS_ARGUMENTS, carried_settings, with_carried_preprocessing
 from clipeval.models.pretrained import is_open_clip
 from clipeval.models.weights_fit import empty_model
 
@@ -27,7 +27,8 @@ def pixel_recipe(arch: str, pretrained: str | None, preprocess=None) -> str | No
     if not is_open_clip(arch):
         return None
     try:
-        config = preprocess_config(arch, pretrained, with_carried_preprocessing(arch, pretrained, preprocess or {}))
+        carried = carried_settings(arch, pretrained)
+        config = preprocess_config(arch, pretrained, with_carried_preprocessing(carried, preprocess or {}))
     except Exception as error:  # a model that cannot be built so is extracted without the pixel stage
         detail = first_line(error)
         print(
