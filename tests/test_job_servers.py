@@ -148,6 +148,35 @@ def test_a_job_whose_python_is_killed_is_interrupted_in_its_fork(warm_jobs, tmp_
     os.close(writer)
 
 
+def test_an_interrupt_the_job_did_not_take_is_sent_again_and_none_after_it_took_one():
+    """A SIGINT that lands between the interpreter's last look at its signals and a blocking read waits for a
+    look that never comes: it failed the kill test above under load. Here the first one is lost on purpose."""
+    script = (
+        "import signal, socket, threading, time\n"
+        "from clipeval.warm_jobs import server\n"
+        "taken = threading.Event()\n"
+        "server.take_interrupts(taken)\n"
+        "take, lost = signal.getsignal(signal.SIGINT), []\n"
+        "signal.signal(signal.SIGINT, lambda *signal_: lost.append(1) if not lost else take(*signal_))\n"
+        "job, fork = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+        "threading.Thread(target=server.interrupt_when_the_job_ends, args=(fork, taken), daemon=True).start()\n"
+        "job.close()\n"
+        "try:\n"
+        "    time.sleep(20)\n"
+        "except KeyboardInterrupt:\n"
+        "    time.sleep(3 * server.INTERRUPT_AGAIN_SECONDS)  # a job leaving no output: nothing interrupts it\n"
+        "    print('interrupted once,', len(lost), 'lost')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(REPO / "workflow")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.stdout, result.stderr, result.returncode) == ("interrupted once, 1 lost\n", "", 0)
+
+
 def test_a_servers_socket_appears_only_once_it_listens(tmp_path, monkeypatch):
     """The manager answers a job with a server's socket as soon as its path exists: a connection made between
     bind and listen is refused, and the job would start an interpreter of its own (it did under load)."""

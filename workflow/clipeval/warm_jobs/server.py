@@ -21,10 +21,12 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import traceback
 
 # How long an interrupted job has to leave no output behind before its fork is ended whatever it is doing.
 INTERRUPT_GRACE_SECONDS = 30
+INTERRUPT_AGAIN_SECONDS = 0.5
 REQUEST_BYTES = 1 << 20
 
 
@@ -42,14 +44,30 @@ def cuda_started() -> bool:
     return torch is not None and torch.cuda.is_initialized()
 
 
-def interrupt_when_the_job_ends(connection) -> None:
+def take_interrupts(taken: threading.Event) -> None:
+    """In the fork's main thread: the first SIGINT raises KeyboardInterrupt, as Ctrl-C does; the ones sent after
+    it while the job leaves no output behind are ignored."""
+
+    def handler(signum, frame):
+        if not taken.is_set():
+            taken.set()
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def interrupt_when_the_job_ends(connection, taken: threading.Event) -> None:
     """In a thread: the job's `python` closing the connection interrupts the fork, and ends it after a grace."""
     if connection.recv(1):
         return
-    # To the main thread: a signal to the process may be taken by this thread, which leaves the job blocked in
-    # its read or wait.
-    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-    threading.Event().wait(INTERRUPT_GRACE_SECONDS)
+    deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
+    # Sent again until the main thread has taken it: one that lands between the interpreter's last look at its
+    # signals and a blocking read (a job waiting for its input) waits for a look that never comes. To the main
+    # thread: a signal to the process may be taken by this thread.
+    while not taken.is_set() and time.monotonic() < deadline:
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        taken.wait(INTERRUPT_AGAIN_SECONDS)
+    threading.Event().wait(max(0.0, deadline - time.monotonic()))
     os._exit(128 + signal.SIGINT)
 
 
@@ -65,7 +83,8 @@ def exit_status(stop: SystemExit) -> int:
 def run_job(connection, request: dict, fds: list[int], pinned: dict) -> None:
     """In the fork: become the job (its environment, with what the server set before loading its libraries
     over it), run it, report its status, and exit."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    taken = threading.Event()
+    take_interrupts(taken)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -76,7 +95,7 @@ def run_job(connection, request: dict, fds: list[int], pinned: dict) -> None:
     sys.path[0] = os.getcwd()
     args = request["args"]
     sys.argv = ["-m", *args[2:]]
-    threading.Thread(target=interrupt_when_the_job_ends, args=(connection,), daemon=True).start()
+    threading.Thread(target=interrupt_when_the_job_ends, args=(connection, taken), daemon=True).start()
     try:
         from clipeval.cli import main
 
