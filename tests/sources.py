@@ -358,7 +358,9 @@ def write_aligned_lines(directory, num_images=6, seed=21):
 def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_shard=4, groups=None):
     """CLIP_benchmark's webdataset export of a set: ROOT/test/0.tar, 1.tar, … (KEY.webp with KEY.txt captions or
     KEY.cls labels), nshards.txt, and for classification classnames.txt and its templates file; returns ROOT.
-    `groups(index)`: the integers of each sample's KEY.npy, as DataComp's fairness sets add them."""
+    `groups(index)`: the integers of each sample's KEY.npy, as DataComp's fairness sets add them. kind
+    "multilabel" writes voc2007_multilabel's layout: KEY.npy a float32 0/1 vector of the classes the sample holds
+    (`groups(index)` lists them), no KEY.cls, and dataset_type.txt saying `multilabel`."""
     import tarfile
 
     split = directory / "test"
@@ -372,7 +374,13 @@ def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_sh
                 Image.open(io.BytesIO(raw)).save(webp, format="webp", lossless=True)
                 other = "\n".join(texts).encode() if kind == "retrieval" else str(label).encode()
                 members = [("webp", webp.getvalue()), ("txt" if kind == "retrieval" else "cls", other)]
-                if groups is not None:
+                if kind == "multilabel":
+                    multi_hot = np.zeros(len(CLASSNAMES), dtype=np.float32)
+                    multi_hot[groups(index)] = 1
+                    vector = io.BytesIO()
+                    np.save(vector, multi_hot)
+                    members[1:] = [("npy", vector.getvalue())]
+                elif groups is not None:
                     vector = io.BytesIO()
                     np.save(vector, np.array(groups(index), dtype=np.int64))
                     members.append(("npy", vector.getvalue()))
@@ -386,6 +394,8 @@ def write_wds_export(directory, kind="retrieval", num_images=10, seed=19, per_sh
     else:
         (directory / "classnames.txt").write_text("".join(f"{name}\n" for name in CLASSNAMES))
         (directory / "zeroshot_classification_templates.txt").write_text("a photo of a {c}.\na drawing of the {c}.\n")
+    if kind == "multilabel":
+        (directory / "dataset_type.txt").write_text("multilabel\n")
     return directory
 
 

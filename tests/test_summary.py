@@ -86,6 +86,7 @@ def test_rows_in_given_order_with_every_metric(tmp_path):
         "top1",
         "top5",
         "mean_per_class_recall",
+        "mean_average_precision",
         "text_score",
         "image_score",
         "group_score",

@@ -157,7 +157,7 @@ def cut_after_member(shard, count):
         (
             "classification",
             lambda r: (r / "dataset_type.txt").write_text("multilabel\n"),
-            "{r}/dataset_type.txt: a multilabel set, which clipeval does not score",
+            "{r}/test/0.tar: sample s0000000: has no .npy",  # a multi-label sample's classes
         ),
     ],
 )

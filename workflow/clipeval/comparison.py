@@ -9,6 +9,7 @@ models' separate intervals suggest.
 import numpy as np
 
 from clipeval.classification.metrics import class_samples, classification_statistic
+from clipeval.classification.multilabel import multilabel_samples, multilabel_statistic
 from clipeval.compositionality.metrics import compositionality_statistic, group_samples
 from clipeval.errors import ClipevalError
 from clipeval.probe.metrics import probe_samples, probe_statistic
@@ -50,6 +51,8 @@ def check_pairable(first: dict, second: dict, second_path) -> None:
         )
     else:
         _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
+        if bool(first.get("multilabel")) != bool(second.get("multilabel")):
+            raise ClipevalError(f"{second_path}: one record is multi-label and the other not")
 
 
 def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
@@ -75,9 +78,14 @@ def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
         width = parts[0].shape[1] - 1
         shots, seeds, num_classes = first["shots"], first["seeds"], first["num_classes"]
         return {"images": [rows]}, [probe_statistic(shots, seeds, num_classes, 1 + i * width) for i in models]
+    num_classes = first["num_classes"]
+    if first.get("multilabel"):
+        # Which classes each image holds, then each model's places of it, model after model.
+        parts = [multilabel_samples(record)["images"][0] for record in records]
+        rows = np.column_stack([parts[0], *(part[:, num_classes:] for part in parts[1:])])
+        return {"images": [rows]}, [multilabel_statistic(num_classes, i) for i in models]
     # (rank, label) of the first model, then each other model's rank: model i's ranks are column i + 1.
     rows = np.column_stack([class_samples(first)["images"][0], *(record["ranks"] for record in records[1:])])
-    num_classes = first["num_classes"]
     return {"images": [rows]}, [classification_statistic(num_classes, i + 1 if i else 0, 1) for i in models]
 
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
-from clipeval.metric_catalog import MAIN_METRIC
+from clipeval.metric_catalog import MAIN_METRIC, main_metric
 from clipeval.storage.jsonl import read_json
 
 EXPERIMENTS_DIR = "experiments"
@@ -143,14 +143,15 @@ def listing(results: Path) -> list[dict]:
             model, _, dataset = pair.partition(" on ")
             row = scored.get((model, dataset))
             task = record["datasets"][dataset]["task"]
+            metric = main_metric(task, {column: value for column, value in (row or {}).items() if value != ""})
             rows.append(
                 {
                     "experiment": record["experiment"],
                     "model": model,
                     "dataset": dataset,
                     "task": task,
-                    "metric": MAIN_METRIC[task],
-                    "value": _shown(row.get(MAIN_METRIC[task], "")) if row else "not run",
+                    "metric": metric,
+                    "value": _shown(row.get(metric, "")) if row else "not run",
                     "summary": str(summary) if row else "",
                 }
             )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from clipeval.errors import ClipevalError
 from clipeval.experiments import EXPERIMENTS_DIR, RECORD_NAME, differences, read_record
-from clipeval.metric_catalog import MAIN_METRIC
+from clipeval.metric_catalog import MAIN_METRIC, main_metric
 from clipeval.published.check import difference_text, published_markdown, published_rows, tolerance_note
 from clipeval.storage.jsonl import read_json
 from clipeval.storage.ranks_records import read_ranks_record
@@ -47,7 +47,7 @@ def scored_pairs(results: Path) -> tuple[list[dict], list[str]]:
             stale.append(f"{folder.name}: {pair}")
             continue
         scores = read_json(path)
-        metric = MAIN_METRIC[path.stem]
+        metric = main_metric(path.stem, scores)
         if not isinstance(scores.get(metric), (int, float)):
             raise ClipevalError(f"{path}: no {metric} value, so not a clipeval score file")
         config = scores.get("provenance", {}).get("config", {})

@@ -33,6 +33,17 @@ MAIN_METRIC_LABEL = {
     "compositionality": "text score",
     "probe": "probe top-1",
 }
+# A multi-label set's (classification/multilabel.py), whose top-1 is undefined.
+MULTILABEL_METRIC = "mean_average_precision"
+METRIC_LABEL = {**{MAIN_METRIC[task]: label for task, label in MAIN_METRIC_LABEL.items()}, MULTILABEL_METRIC: "mAP"}
+
+
+def main_metric(task: str, values: dict) -> str:
+    """The headline metric of a result (a metrics file, a summary row or a statistic's numbers): its task's, or
+    mAP for a multi-label set."""
+    if task == "classification" and values.get(MULTILABEL_METRIC) is not None:
+        return MULTILABEL_METRIC
+    return MAIN_METRIC[task]
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,7 @@ CLASSIFICATION_METRICS = [
     Metric("top1", "top-1"),
     Metric("top5", "top-5"),
     Metric("mean_per_class_recall", "mean per-class recall"),
+    Metric("mean_average_precision", "mAP"),  # a multi-label set's only metric (classification/multilabel.py)
 ]
 
 

@@ -11,7 +11,7 @@ difference between two models' averages is paired.
 
 from clipeval.comparison import comparison_pairs, stacked_samples
 from clipeval.errors import ClipevalError
-from clipeval.metric_catalog import MAIN_METRIC
+from clipeval.metric_catalog import main_metric
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
 from clipeval.storage.ranks_records import read_ranks_record
 
@@ -33,7 +33,8 @@ def suite_statistic(tasks: list[str], statistics: list[list], models: list[str],
         for position, task in enumerate(tasks):
             own = dataset_samples(samples, position)
             for index, model in enumerate(models):
-                values[model].append(statistics[position][index](own).get(MAIN_METRIC[task]))
+                numbers = statistics[position][index](own)
+                values[model].append(numbers.get(main_metric(task, numbers)))
         averages = {model: None if None in found else sum(found) / len(found) for model, found in values.items()}
         differences = {
             f"{models[i]} − {models[j]}": None
@@ -49,7 +50,7 @@ def suite_statistic(tasks: list[str], statistics: list[list], models: list[str],
 def score_suite(name: str, datasets: list[str], ranks: dict, baseline=None, replicates=0, seed=0) -> dict:
     """ranks: {dataset: {model: ranks record path}}; every model of the suite must have every dataset."""
     models = list(ranks[datasets[0]])
-    combined, tasks, statistics = {}, [], []
+    combined, tasks, statistics, metrics = {}, [], [], []
     for position, dataset in enumerate(datasets):
         if list(ranks[dataset]) != models:
             raise ClipevalError(f"suite {name}: dataset {dataset} has models {list(ranks[dataset])}, not {models}")
@@ -57,9 +58,11 @@ def score_suite(name: str, datasets: list[str], ranks: dict, baseline=None, repl
         records = [read_ranks_record(path) for path in paths]
         samples, model_statistics = stacked_samples(records, paths)
         task = records[0]["task"]
-        if MAIN_METRIC[task] not in model_statistics[0](samples):
+        numbers = model_statistics[0](samples)
+        metrics.append(main_metric(task, numbers))
+        if metrics[-1] not in numbers:
             raise ClipevalError(
-                f"{paths[0]}: suite {name} averages {MAIN_METRIC[task]}, which this {task} result does not have"
+                f"{paths[0]}: suite {name} averages {metrics[-1]}, which this {task} result does not have"
                 " (mean recall needs R@1, R@5 and R@10 in metrics.recall_at)"
             )
         combined.update({f"{position}{SEPARATOR}{key}": value for key, value in samples.items()})
@@ -71,7 +74,7 @@ def score_suite(name: str, datasets: list[str], ranks: dict, baseline=None, repl
     result = {
         "suite": name,
         "datasets": datasets,
-        "metrics": {dataset: MAIN_METRIC[task] for dataset, task in zip(datasets, tasks)},
+        "metrics": dict(zip(datasets, metrics)),
         "models": models,
         **values,
         "bootstrap": bootstrap_record(replicates, seed) if replicates else None,

@@ -42,6 +42,11 @@ def load_labels(path, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """labels.jsonl: {"image_id": 3, "label": 0} per line; returns (image_ids, labels) by image id."""
     ids, labels = [], []
     for where, image_id, row in read_keyed_jsonl(path, "image_id"):
+        if "labels" in row:
+            raise ClipevalError(
+                f"{where}: image_id {image_id} has several labels (a multi-label set, scored by mean average"
+                " precision): this takes one label an image"
+            )
         label = row.get("label")
         if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < num_classes:
             raise ClipevalError(
@@ -69,21 +74,21 @@ def class_embeddings(prompt_features: np.ndarray, num_classes: int) -> np.ndarra
     return (per_class / norms).astype(np.float32)
 
 
-def ranked_classes(image_features: np.ndarray, class_features: np.ndarray) -> np.ndarray:
-    """Per image, class indices best first: logit = 100 · cosine, ties by class index.
-
-    Cosines are exact_scores (float64 sums in a fixed order), not a BLAS
-    product, whose kernels sum in a CPU-dependent order and could flip a near
-    tie on another machine.
-    """
+def scored_in_batches(image_features: np.ndarray, class_features: np.ndarray) -> np.ndarray:
+    """cosines[i, c] of each image with each class, as exact_scores (float64 sums in a fixed order), not a BLAS
+    product, whose kernels sum in a CPU-dependent order and could flip a near tie on another machine."""
     rows = max(1, _SCORE_BUDGET_BYTES // (8 * class_features.size))
-    cosines = np.concatenate(
+    return np.concatenate(
         [
             exact_scores(image_features[start : start + rows, None, :], class_features[None, :, :])
             for start in range(0, len(image_features), rows)
         ]
     )
-    logits = LOGIT_SCALE * cosines
+
+
+def ranked_classes(image_features: np.ndarray, class_features: np.ndarray) -> np.ndarray:
+    """Per image, class indices best first: logit = 100 · cosine (scored_in_batches), ties by class index."""
+    logits = LOGIT_SCALE * scored_in_batches(image_features, class_features)
     columns = np.broadcast_to(np.arange(logits.shape[1]), logits.shape)
     return np.lexsort((columns, -logits), axis=-1)
 

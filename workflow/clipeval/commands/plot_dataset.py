@@ -16,7 +16,9 @@ def add_arguments(parser):
     )
     parser.add_argument("--recall-curves", type=Path, help="retrieval: recall@K curves (PNG; their numbers as .csv)")
     parser.add_argument("--rank-distribution", type=Path, help="retrieval: ranks of the first correct item")
-    parser.add_argument("--class-recall", type=Path, help="classification: recall per class")
+    parser.add_argument(
+        "--class-recall", type=Path, help="classification: recall (multi-label: average precision) per class"
+    )
 
 
 def run(args):
@@ -26,13 +28,17 @@ def run(args):
     from clipeval.storage.ranks_records import read_ranks_record
 
     if args.class_recall:
-        per_class = {}
+        per_class, multilabel = {}, set()
         for model, path in args.entry:
             metrics = read_json(path)
             if metrics.get("task") != "classification" or not isinstance(metrics.get("per_class"), dict):
                 raise ClipevalError(f"{path}: not a classification metrics file (score-classification writes one)")
             per_class[model] = metrics["per_class"]
-        dataset_plots.plot_class_recall(args.dataset, per_class, args.class_recall)
+            multilabel.add(bool(metrics.get("multilabel")))
+        if len(multilabel) > 1:
+            raise ClipevalError(f"{args.dataset}: some of its classification files are multi-label and some not")
+        value = "average_precision" if multilabel.pop() else "recall"
+        dataset_plots.plot_class_recall(args.dataset, per_class, args.class_recall, value)
         print(f"wrote {args.class_recall}")
         return
     if not (args.recall_curves and args.rank_distribution):

@@ -46,9 +46,15 @@ def caption_rows(captions: Captions) -> Iterable[dict]:
 
 def write_class_files(out_dir, labels: list[tuple], classnames: list[str], templates: list[str]) -> list[Path]:
     """labels.jsonl and classes.json, for datasets that carry classification labels: (image_id, label) pairs, or
-    (image_id, label, {field: group}) where images belong to groups."""
+    (image_id, label, {field: group}) where images belong to groups; a multi-label set's label is the list of
+    every class the image holds."""
     out_dir = Path(out_dir)
-    rows = ({"image_id": i, "label": label, **({"groups": rest[0]} if rest else {})} for i, label, *rest in labels)
+
+    def row(image_id, label, *groups):
+        key = "labels" if isinstance(label, list) else "label"
+        return {"image_id": image_id, key: label, **({"groups": groups[0]} if groups else {})}
+
+    rows = (row(*entry) for entry in labels)
     write_jsonl(out_dir / "labels.jsonl", rows)
     write_json(out_dir / "classes.json", {"classnames": classnames, "templates": templates})
     return [out_dir / "labels.jsonl", out_dir / "classes.json"]

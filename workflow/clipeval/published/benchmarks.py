@@ -4,9 +4,10 @@ how each table names them and which metric its number is.
 A dataset of a config says which one it is with `published: NAME`. The
 metric of open_clip's main table is DataComp's main metric for the task
 (DataComp's tasklist.yml): top-1 accuracy, mean per-class recall, or for
-retrieval the mean of both directions' R@1. Columns whose metric clipeval
-does not compute (WinoGAViL's Jaccard score, iWildCam's macro F1, FMoW's,
-Dollar Street's and GeoDE's worst groups) are not listed.
+retrieval the mean of both directions' R@1. Columns whose metric is not
+compared (WinoGAViL's Jaccard score, iWildCam's macro F1, FMoW's, Dollar
+Street's and GeoDE's worst groups, which classification/groups.py scores)
+are not listed.
 """
 
 from dataclasses import dataclass

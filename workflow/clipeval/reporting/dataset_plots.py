@@ -76,44 +76,48 @@ def plot_rank_distribution(dataset: str, records: dict[str, dict], path) -> None
     )
 
 
-def shown_classes(per_class: dict[str, dict[str, dict]]) -> list[str]:
-    """Every class with images, or the MAX_CLASS_BARS with the lowest mean recall over models (ties by name)."""
+# What a class's bar shows: a single-label set's recall, or a multi-label set's average precision.
+CLASS_VALUES = {
+    "recall": ("recall per class", "recall (% of the class's images classified as it)"),
+    "average_precision": ("average precision per class", "average precision (%)"),
+}
+
+
+def shown_classes(per_class: dict[str, dict[str, dict]], value: str = "recall") -> list[str]:
+    """Every class with images, or the MAX_CLASS_BARS with the lowest mean `value` over models (ties by name)."""
     first = next(iter(per_class.values()))
-    names = [name for name, entry in first.items() if entry["recall"] is not None]
+    names = [name for name, entry in first.items() if entry[value] is not None]
     if len(names) <= MAX_CLASS_BARS:
         return names
-    mean = {name: np.mean([metrics[name]["recall"] for metrics in per_class.values()]) for name in names}
+    mean = {name: np.mean([metrics[name][value] for metrics in per_class.values()]) for name in names}
     return sorted(sorted(names, key=lambda name: (mean[name], name))[:MAX_CLASS_BARS], key=names.index)
 
 
-def plot_class_recall(dataset: str, per_class: dict[str, dict[str, dict]], path) -> None:
-    """per_class: {model: the per_class entry of its classification.json}."""
+def plot_class_recall(dataset: str, per_class: dict[str, dict[str, dict]], path, value: str = "recall") -> None:
+    """per_class: {model: the per_class entry of its classification.json}; `value` one of CLASS_VALUES."""
+    title, xlabel = CLASS_VALUES[value]
     colours = figures.model_colours(list(per_class))
-    names = shown_classes(per_class)
+    names = shown_classes(per_class, value)
     height = 0.8 / max(len(per_class), 1)
     figure, axes = figures.new_figure(9, 1.2 + 0.3 * len(names) * max(1, len(per_class) / 2))
     axis = axes[0][0]
-    rows = []
     for index, (model, classes) in enumerate(per_class.items()):
-        recalls = [classes[name]["recall"] for name in names]
+        values = [classes[name][value] for name in names]
         positions = np.arange(len(names)) + (index - (len(per_class) - 1) / 2) * height
-        axis.barh(positions, recalls, height=height, color=colours[model], label=model)
-        rows += [[model, name, classes[name]["recall"], classes[name]["support"]] for name in names]
+        axis.barh(positions, values, height=height, color=colours[model], label=model)
     axis.set_yticks(np.arange(len(names)), labels=names)
     axis.invert_yaxis()
     axis.set_xlim(0, 100)
-    axis.set_xlabel("recall (% of the class's images classified as it)")
+    axis.set_xlabel(xlabel)
     hidden = len(next(iter(per_class.values()))) - len(names)
-    title = f"{dataset}: recall per class" + (
-        f" (the {len(names)} hardest; {hidden} more in the CSV)" if hidden else ""
-    )
+    title = f"{dataset}: {title}" + (f" (the {len(names)} hardest; {hidden} more in the CSV)" if hidden else "")
     axis.set_title(title, fontweight="bold")
     axis.legend(loc="lower right", title="model")
     figure.tight_layout()
     figures.save_figure(figure, path)
     all_rows = [
-        [model, name, entry["recall"], entry["support"]]
+        [model, name, entry[value], entry["support"]]
         for model, classes in per_class.items()
         for name, entry in classes.items()
     ]
-    figures.write_csv(figures.data_path(path), ["model", "class", "recall", "images"], all_rows)
+    figures.write_csv(figures.data_path(path), ["model", "class", value, "images"], all_rows)

@@ -145,9 +145,22 @@ class ClassificationGallery:
     examples: list[list[int]]  # each pair's example image ids
 
 
+def held_and_predicted(image_ids, labels, predicted):
+    """(image ids, true class, predicted class) per image, or per image and class it holds for a multi-label set
+    (labels a row of booleans an image): an image whose top-1 class is one it holds is right for that class, and
+    its other classes are not counted as confused with it."""
+    if labels.ndim == 1:
+        return image_ids, labels, predicted
+    rows, held = np.nonzero(labels)
+    right = labels[np.arange(len(labels)), predicted]
+    kept = ~right[rows] | (held == predicted[rows])
+    return image_ids[rows[kept]], held[kept], predicted[rows[kept]]
+
+
 def classification_gallery(image_ids, images, classes, labels, count, shown) -> ClassificationGallery:
-    """The confusion matrix of zero-shot predictions and the `count` most confused class pairs."""
-    predicted = ranked_classes(images, classes)[:, 0]
+    """The confusion matrix of zero-shot predictions (top-1 against each class an image holds) and the `count`
+    most confused class pairs."""
+    image_ids, labels, predicted = held_and_predicted(image_ids, labels, ranked_classes(images, classes)[:, 0])
     confusion = np.zeros((len(classes), len(classes)), dtype=np.int64)
     np.add.at(confusion, (labels, predicted), 1)
     pairs = confused_pairs(labels, predicted, count)

@@ -4,7 +4,7 @@ the best checkpoint marked."""
 import csv
 
 from clipeval.errors import ClipevalError
-from clipeval.metric_catalog import MAIN_METRIC_LABEL
+from clipeval.metric_catalog import METRIC_LABEL
 from clipeval.reporting import figures
 from clipeval.reporting.series_table import SERIES_COLUMNS
 
@@ -68,7 +68,7 @@ def plot_series(series: str, rows: list[dict], path) -> None:
         axis.set_title(dataset)
         axis.set_xlabel("step")
         if members:
-            axis.set_ylabel(f"{MAIN_METRIC_LABEL[members[0]['task']]} (%)")
+            axis.set_ylabel(f"{METRIC_LABEL[members[0]['metric']]} (%)")
     figure.suptitle(f"{series}: the main metric by checkpoint, 95% intervals", fontweight="bold")
     figure.tight_layout()
     figures.save_figure(figure, path)

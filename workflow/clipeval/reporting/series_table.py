@@ -5,7 +5,7 @@ task's main metric (metric_catalog.MAIN_METRIC, the one the averages use); on
 a tie, the earliest step.
 """
 
-from clipeval.metric_catalog import MAIN_METRIC, MAIN_METRIC_LABEL
+from clipeval.metric_catalog import METRIC_LABEL, main_metric
 
 SERIES_COLUMNS = ["series", "step", "model", "dataset", "task", "metric", "value", "ci_low", "ci_high", "best"]
 
@@ -21,7 +21,7 @@ def series_rows(rows: list[dict], series: dict[str, list[tuple[int, str]]]) -> l
             scored = [(step, by_pair[model, dataset]) for step, model in sorted(members) if (model, dataset) in by_pair]
             if not scored:
                 continue
-            metric = MAIN_METRIC[scored[0][1]["task"]]
+            metric = main_metric(scored[0][1]["task"], scored[0][1])
             values = [row.get(metric) for _, row in scored]
             known = [value for value in values if value is not None]
             best = values.index(max(known)) if known else None
@@ -59,7 +59,7 @@ def series_markdown(rows: list[dict]) -> list[str]:
         groups.setdefault((row["series"], row["dataset"]), []).append(row)
     lines = []
     for (name, dataset), members in groups.items():
-        metric = MAIN_METRIC_LABEL[members[0]["task"]]
+        metric = METRIC_LABEL[members[0]["metric"]]
         lines += ["", f"**{name}** on **{dataset}**, {metric} by step:", "", f"| step | model | {metric} |"]
         lines.append("|---|---|---|")
         lines += [f"| {row['step']} | {row['model']} | {_value_cell(row)} |" for row in members]
@@ -84,7 +84,7 @@ def member_headline(rows: list[dict], model: str) -> str:
     for row in rows:
         if row.get("model") != model:
             continue
-        label = MAIN_METRIC_LABEL.get(row.get("task"), row.get("metric"))
+        label = METRIC_LABEL.get(row.get("metric"), row.get("metric"))
         value = f"{float(row['value']):.2f}" if row.get("value") else "n/a"
         parts.append(f"{row['dataset']} {label} {value}{' (best so far)' if row.get('best') == 'yes' else ''}")
     return ", ".join(parts)

@@ -8,7 +8,7 @@ suite's own file, so the figure shows what the summary lists.
 
 import numpy as np
 
-from clipeval.metric_catalog import MAIN_METRIC, MAIN_METRIC_LABEL
+from clipeval.metric_catalog import METRIC_LABEL, main_metric
 from clipeval.reporting import figures
 
 
@@ -18,7 +18,7 @@ def suite_points(suite: dict, scores: dict[tuple[str, str], dict]) -> list[list]
     for model in suite["models"]:
         for dataset in suite["datasets"]:
             metrics = scores[model, dataset]
-            metric = MAIN_METRIC[metrics["task"]]
+            metric = main_metric(metrics["task"], metrics)
             interval = (metrics.get("intervals") or {}).get(metric)
             rows.append([model, dataset, metric, metrics.get(metric), *(interval or (None, None))])
         interval = (suite.get("intervals") or {}).get("averages", {}).get(model)
@@ -43,7 +43,7 @@ def plot_suite(suite: dict, scores: dict[tuple[str, str], dict], path) -> None:
             axis.errorbar(position, value, yerr=errors, fmt="o", color=colours[model], capsize=3, markersize=6)
         axis.plot([], [], "o", color=colours[model], label=model)
     axis.axvline(len(columns) - 1.5, color="#999999", linewidth=1)
-    tasks = {MAIN_METRIC_LABEL[scores[models[0], d]["task"]] for d in suite["datasets"]}
+    tasks = {METRIC_LABEL[main_metric(scores[models[0], d]["task"], scores[models[0], d])] for d in suite["datasets"]}
     axis.set_xticks(np.arange(len(columns)), labels=columns, rotation=30, ha="right")
     axis.set_ylabel(f"{' / '.join(sorted(tasks))} (%)")
     axis.legend(loc="best", title="model")

@@ -21,6 +21,7 @@ from clipeval.metric_catalog import (
     PROBE_SHOT_METRICS,
     compared_metrics,
     has_rsum,
+    main_metric,
     recall_key,
     retrieval_metrics,
 )
@@ -166,16 +167,17 @@ def average_rows(rows: list[dict]) -> list[dict]:
     """Per model and task, the unweighted mean of the task's main metric over its datasets."""
     groups = {}
     for row in rows:
-        groups.setdefault((row["model"], row["task"]), []).append(row.get(MAIN_METRIC[row["task"]]))
+        metric = main_metric(row["task"], row)
+        groups.setdefault((row["model"], row["task"]), []).append((metric, row.get(metric)))
     return [
         {
             "model": model,
             "task": task,
-            "metric": MAIN_METRIC[task],
-            "datasets": len(values),
-            "average": sum(values) / len(values) if None not in values else None,
+            "metric": ", ".join(dict.fromkeys(metric for metric, _ in found)),
+            "datasets": len(found),
+            "average": None if any(value is None for _, value in found) else sum(v for _, v in found) / len(found),
         }
-        for (model, task), values in groups.items()
+        for (model, task), found in groups.items()
     ]
 
 
@@ -263,14 +265,12 @@ def headline_lines(rows: list[dict]) -> list[str]:
             lines += ["", f"Rsum {_cell(row, 'rsum')}, mean recall {_cell(row, 'mean_recall')}."]
     classified = [row for row in rows if row["task"] == "classification"]
     if classified:
-        header = ["model", "dataset", *(metric.label for metric in CLASSIFICATION_METRICS)]
+        # mAP, a multi-label set's metric (and no other set's), only where there is one.
+        shown = [metric for metric in CLASSIFICATION_METRICS if any(metric.column in row for row in classified)]
+        header = ["model", "dataset", *(metric.label for metric in shown)]
         lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += [
-            "| "
-            + " | ".join(
-                [row["model"], row["dataset"], *(_cell(row, metric.column) for metric in CLASSIFICATION_METRICS)]
-            )
-            + " |"
+            "| " + " | ".join([row["model"], row["dataset"], *(_cell(row, metric.column) for metric in shown)]) + " |"
             for row in classified
         ]
     return lines + ["", HEADLINE_END]

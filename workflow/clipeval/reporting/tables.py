@@ -149,9 +149,8 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]], suite_pat
             )
         )
     if classification:
-        sections.append(
-            metric_table("classification", classification, CLASSIFICATION_COLUMNS, "Zero-shot classification")
-        )
+        shown = [column for column in CLASSIFICATION_COLUMNS if any(column[2] in row for row in classification)]
+        sections.append(metric_table("classification", classification, shown, "Zero-shot classification"))
     compositional = [row for row in rows if row["task"] == "compositionality"]
     if compositional:
         shown = [column for column in COMPOSITIONALITY_COLUMNS if any(column[2] in row for row in compositional)]

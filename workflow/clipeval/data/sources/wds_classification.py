@@ -8,6 +8,11 @@ sample a `npy`, a vector of integers: the groups it belongs to, one field a
 column (Dollar Street: income_ds, income_meta, region). `groups:` names the
 columns, and each image's groups go to labels.jsonl, for scores by group.
 
+A multi-label set (Pascal VOC 2007's, `voc2007_multilabel`) says so in
+ROOT/dataset_type.txt (`multilabel`), and each sample's `npy` is then a 0/1
+vector, one per class: the classes it holds, scored by mean average precision
+(classification/multilabel.py).
+
 Image ids count the samples from 0 in shard and tar order.
 """
 
@@ -25,6 +30,7 @@ from clipeval.data.text_lists import nonblank_lines
 from clipeval.errors import ClipevalError, first_line
 
 CLASSNAMES, TEMPLATES = "classnames.txt", "zeroshot_classification_templates.txt"
+DATASET_TYPE = "dataset_type.txt"
 GROUPS = Setting(
     "groups",
     "names of the columns of each sample's .npy, the groups it belongs to (Dollar Street: income_ds income_meta"
@@ -43,10 +49,15 @@ def export_templates(path) -> list[str]:
     return templates
 
 
+def is_multilabel_export(root: Path) -> bool:
+    """CLIP_benchmark writes ROOT/dataset_type.txt, holding `multilabel`, beside a multi-label set's classnames."""
+    marker = root / DATASET_TYPE
+    return marker.is_file() and marker.read_text().strip() == "multilabel"
+
+
 def read(settings) -> PreparedSource:
     root = Path(settings["export"])
-    if (root / "dataset_type.txt").is_file() and (root / "dataset_type.txt").read_text().strip() == "multilabel":
-        raise ClipevalError(f"{root / 'dataset_type.txt'}: a multilabel set, which clipeval does not score")
+    multilabel = is_multilabel_export(root)
     classnames = [line.strip() for _, line in nonblank_lines(root / CLASSNAMES, "class names")]
     if not classnames:
         raise ClipevalError(f"{root / CLASSNAMES}: no class names")
@@ -54,22 +65,29 @@ def read(settings) -> PreparedSource:
     if not templates:
         raise ClipevalError(f"{root / TEMPLATES}: no templates")
     fields = settings.get("groups") or []
+    if multilabel and fields:
+        raise ClipevalError(
+            f"groups: {root / DATASET_TYPE} says a multi-label set, whose .npy holds each sample's classes, not groups"
+        )
     repeated = sorted({field for field in fields if fields.count(field) > 1})
     if repeated:
         raise ClipevalError(f"groups: the field {repeated[0]!r} is named twice")
     images, labels = [], []
-    wanted = ("cls", "npy") if fields else ("cls",)
+    wanted = ("npy",) if multilabel else ("cls", "npy") if fields else ("cls",)
     unnamed_groups = None
     for where, raw, members, extensions in samples_with(shard_files(root, settings["split"]), wanted):
-        if not fields and "npy" in extensions and unnamed_groups is None:
+        if not fields and not multilabel and "npy" in extensions and unnamed_groups is None:
             unnamed_groups = where
+        decode_image(raw, where)
+        images.append((len(images), raw))
+        if multilabel:
+            labels.append((len(labels), sample_classes(members[0], len(classnames), where)))
+            continue
         text = text_of(members[0], where, "cls").strip()
         if not (text.isascii() and text.isdigit()) or int(text) >= len(classnames):
             raise ClipevalError(
                 f"{where}: class {text!r} is not an index below {len(classnames)} ({root / CLASSNAMES})"
             )
-        decode_image(raw, where)
-        images.append((len(images), raw))
         groups = {"groups": sample_groups(members[1], fields, where)} if fields else {}
         labels.append((len(labels), int(text), *groups.values()))
     if unnamed_groups:  # DataComp's fairness sets: their main metrics are by group
@@ -84,10 +102,9 @@ def read(settings) -> PreparedSource:
     return PreparedSource(images, None, source, classes=(labels, classnames, templates))
 
 
-def sample_groups(raw: bytes, fields: list[str], where: str) -> dict[str, int]:
-    """{field: group} from a sample's `npy`: a vector of numbers, one per field, each a whole number. The header
-    is read first, so that no pickle is loaded and nothing is allocated for a shape the bytes do not hold."""
-    expected = f"not {len(fields)} integers, one per group field ({', '.join(fields)})"
+def whole_number_vector(raw: bytes, length: int, where: str, expected: str) -> np.ndarray:
+    """A sample's `npy` as a vector of `length` whole numbers (integers, or floats that are whole). The header is
+    read first, so that no pickle is loaded and nothing is allocated for a shape the bytes do not hold."""
     buffer = io.BytesIO(raw)
     try:
         version = np.lib.format.read_magic(buffer)
@@ -95,15 +112,31 @@ def sample_groups(raw: bytes, fields: list[str], where: str) -> dict[str, int]:
         shape, fortran_order, dtype = read_header(buffer)
     except (ValueError, OSError, EOFError) as error:
         raise ClipevalError(f"{where}: .npy is not a numpy array file ({first_line(error)})") from None
-    if dtype.kind not in "iuf" or shape != (len(fields),):
+    if dtype.kind not in "biuf" or shape != (length,):
         raise ClipevalError(f"{where}: .npy holds {dtype} of shape {shape}, {expected}")
     data = raw[buffer.tell() :]
-    if len(data) != dtype.itemsize * len(fields):
+    if len(data) != dtype.itemsize * length:
         raise ClipevalError(f"{where}: .npy has {len(data)} bytes of data where its header declares {shape} {dtype}")
     vector = np.frombuffer(data, dtype=dtype)
     if dtype.kind == "f" and not np.all(np.isfinite(vector) & (vector == np.round(vector))):
         raise ClipevalError(f"{where}: .npy holds {vector.tolist()}, {expected}")
+    return vector
+
+
+def sample_groups(raw: bytes, fields: list[str], where: str) -> dict[str, int]:
+    """{field: group} from a sample's `npy`: a vector of numbers, one per field, each a whole number."""
+    expected = f"not {len(fields)} integers, one per group field ({', '.join(fields)})"
+    vector = whole_number_vector(raw, len(fields), where, expected)
     return {field: int(value) for field, value in zip(fields, vector)}
+
+
+def sample_classes(raw: bytes, num_classes: int, where: str) -> list[int]:
+    """The classes a sample of a multi-label set holds, from its `npy`: a 0/1 vector, one per class."""
+    expected = f"not {num_classes} zeros and ones, one per class ({CLASSNAMES})"
+    vector = whole_number_vector(raw, num_classes, where, expected)
+    if not np.all((vector == 0) | (vector == 1)):
+        raise ClipevalError(f"{where}: .npy holds {vector.tolist()}, {expected}")
+    return np.flatnonzero(vector).tolist()
 
 
 FORMAT = SourceFormat(
