@@ -171,6 +171,20 @@ def test_every_example_plans_a_score_for_each_model_and_dataset(tmp_path, path):
     scored = sum(planned.get(f"score_{task}", 0) for task in EVALUATED_TASKS)
     evaluated = [name for name, entry in config["datasets"].items() if entry["task"] in EVALUATED_TASKS]
     assert scored == model_count(config) * len(evaluated) and planned["all"] == 1
+    # A suite's job is told the benchmark each of its datasets names, whose metric it averages it by.
+    for suite, datasets in config.get("suites", {}).items():
+        named = {dataset: config["datasets"][dataset].get("published") for dataset in datasets}
+        assert suite_benchmarks(workdir, datasets[0]) == {d: b for d, b in named.items() if b}, suite
+
+
+def suite_benchmarks(workdir, first_dataset):
+    """{dataset: benchmark} of the --benchmark words in the arguments file of the planned score_suite job whose
+    first entry (MODEL DATASET RANKS) is of `first_dataset`."""
+    for path in (workdir / ".snakemake/clipeval-arguments").glob("*.json"):
+        words = json.loads(path.read_text())
+        if words[0] == "--entry" and words[2] == first_dataset and "ranks" in Path(words[3]).name:
+            return {words[i + 1]: words[i + 2] for i, word in enumerate(words) if word == "--benchmark"}
+    raise AssertionError(f"no suite arguments file names {first_dataset}")
 
 
 def test_the_examples_and_the_default_experiment_can_share_one_results_folder():

@@ -64,3 +64,58 @@ def test_a_suite_whose_models_differ_between_datasets_is_refused(tmp_path):
     ranks["cifar"].pop("blurred")
     with pytest.raises(ClipevalError, match=r"^suite mixed: dataset cifar has models \['sharp'\], not"):
         score_suite("mixed", ["flickr", "cifar"], ranks)
+
+
+def test_a_dataset_that_names_its_benchmark_is_averaged_by_the_metric_open_clip_s_table_reports(tmp_path):
+    """DataComp's main metrics: mean per-class recall for Oxford-IIIT Pet, the mean R@1 of both directions for
+    Flickr30k; a dataset naming no benchmark keeps its task's."""
+    ranks, scores = two_models(tmp_path)
+    benchmarks = {"flickr": "flickr30k", "cifar": "vtab/pets"}
+    suite = score_suite("openclip", ["flickr", "cifar", "sugarcrepe"], ranks, benchmarks=benchmarks)
+    assert suite["metrics"] == {"flickr": "mean_R@1", "cifar": "mean_per_class_recall", "sugarcrepe": "text_score"}
+    for model in ("sharp", "blurred"):
+        flickr = scores["flickr"][model]
+        mean_r1 = (flickr["t2i"]["R@1"] + flickr["i2t"]["R@1"]) / 2
+        values = [mean_r1, scores["cifar"][model]["mean_per_class_recall"], scores["sugarcrepe"][model]["text_score"]]
+        assert suite["averages"][model] == pytest.approx(np.mean(values))
+    # A benchmark of another task than the dataset's is not its.
+    assert score_suite("s", ["cifar"], ranks, benchmarks={"cifar": "flickr30k"})["metrics"] == {"cifar": "top1"}
+
+
+def test_the_published_average_needs_the_main_table_s_value_of_every_dataset():
+    from clipeval.published.check import published_average
+
+    def row(dataset, metric, value, source="open_clip results", model="m"):
+        return {"model": model, "dataset": dataset, "source": source, "metric": metric, "published": value}
+
+    metrics = {"pets": "mean_per_class_recall", "flickr": "mean_R@1"}
+    rows = [
+        row("pets", "mean_per_class_recall", 80.0),
+        row("pets", "top1", 70.0),  # CLIP_benchmark's top-1: not the metric averaged
+        row("pets", "mean_per_class_recall", 10.0, source="CLIP_benchmark"),
+        row("flickr", "mean R@1 of both directions", 60.0),
+        row("flickr", "mean R@1 of both directions", 5.0, model="other"),
+    ]
+    assert published_average("m", metrics, rows) == pytest.approx(70.0)
+    assert published_average("m", metrics, rows[:3]) is None
+    assert published_average("other", metrics, rows) is None
+
+
+def test_the_summary_shows_the_published_average_beside_the_measured_one(tmp_path):
+    from clipeval.reporting.summary import suites_markdown
+
+    ranks, _ = two_models(tmp_path)
+    suite = score_suite("openclip", ["cifar"], ranks, benchmarks={"cifar": "vtab/pets"})
+    published = [
+        {"model": "sharp", "dataset": "cifar", "source": "open_clip results", "metric": "mean_per_class_recall"}
+        | {"published": 81.25}
+    ]
+    lines = suites_markdown([suite], published)
+    table = lines[lines.index("**openclip**: cifar (mean_per_class_recall)") + 2 :][:4]
+    assert table == [
+        "| model | value | published |",
+        "|---|---|---|",
+        f"| sharp | {suite['averages']['sharp']:.2f} | 81.25 |",
+        f"| blurred | {suite['averages']['blurred']:.2f} | n/a |",
+    ]
+    assert "| model | value |" in suites_markdown([suite], [])

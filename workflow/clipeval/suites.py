@@ -1,9 +1,12 @@
 """Suites: a named group of datasets, each model's average of their main metrics, and paired differences.
 
 Each dataset enters a suite's average through its task's main metric
-(metric_catalog.MAIN_METRIC: mean recall for retrieval, top-1 for
-classification, the text score for compositionality), unweighted, as
-OpenCLIP and DataComp average over datasets. A bootstrap replicate resamples
+(metric_catalog.main_metric: mean recall for retrieval, top-1 for
+classification, mAP for a multi-label set, the text score for
+compositionality), or, where it names the benchmark it is (`published:`),
+through the metric open_clip's results table reports for that benchmark, as
+DataComp defines it (top-1, mean per-class recall, the mean R@1 of both
+directions), unweighted, as OpenCLIP and DataComp average over datasets. A bootstrap replicate resamples
 every dataset's queries (within its folds or groups) and recomputes every
 average from them, the same draw for every model, so the interval of a
 difference between two models' averages is paired.
@@ -12,6 +15,8 @@ difference between two models' averages is paired.
 from clipeval.comparison import comparison_pairs, stacked_samples
 from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import main_metric
+from clipeval.published.benchmarks import BENCHMARKS, MEAN_R1
+from clipeval.published.check import measured_value
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
 from clipeval.storage.ranks_records import read_ranks_record
 
@@ -24,17 +29,24 @@ def dataset_samples(samples: dict, position: int) -> dict:
     return {key[len(prefix) :]: value for key, value in samples.items() if key.startswith(prefix)}
 
 
-def suite_statistic(tasks: list[str], statistics: list[list], models: list[str], pairs):
+def suite_metric(task: str, numbers: dict, benchmark: str | None = None) -> str:
+    """The metric a dataset enters a suite's average by: its benchmark's in open_clip's results table where it
+    names one of its task, else its own main metric."""
+    if benchmark in BENCHMARKS and BENCHMARKS[benchmark].task == task:
+        return BENCHMARKS[benchmark].openclip_metric
+    return main_metric(task, numbers)
+
+
+def suite_statistic(metrics: list[str], statistics: list[list], models: list[str], pairs):
     """combined samples -> {"averages": {model: mean of main metrics}, "differences": {"a − b": …}}.
     statistics[d][m]: model m's statistic on dataset d's samples."""
 
     def statistic(samples):
         values = {model: [] for model in models}
-        for position, task in enumerate(tasks):
+        for position, metric in enumerate(metrics):
             own = dataset_samples(samples, position)
             for index, model in enumerate(models):
-                numbers = statistics[position][index](own)
-                values[model].append(numbers.get(main_metric(task, numbers)))
+                values[model].append(measured_value(statistics[position][index](own), metric))
         averages = {model: None if None in found else sum(found) / len(found) for model, found in values.items()}
         differences = {
             f"{models[i]} − {models[j]}": None
@@ -47,10 +59,21 @@ def suite_statistic(tasks: list[str], statistics: list[list], models: list[str],
     return statistic
 
 
-def score_suite(name: str, datasets: list[str], ranks: dict, baseline=None, replicates=0, seed=0) -> dict:
-    """ranks: {dataset: {model: ranks record path}}; every model of the suite must have every dataset."""
+# Why a retrieval result lacks a metric a suite averages.
+MISSING = {
+    "mean_recall": " (mean recall needs R@1, R@5 and R@10 in metrics.recall_at)",
+    MEAN_R1: " (it needs R@1 in metrics.recall_at)",
+}
+
+
+def score_suite(
+    name: str, datasets: list[str], ranks: dict, baseline=None, replicates=0, seed=0, benchmarks=None
+) -> dict:
+    """ranks: {dataset: {model: ranks record path}}; every model of the suite must have every dataset.
+    benchmarks: {dataset: the benchmark it names (`published:`)}, for the metric it is averaged by."""
     models = list(ranks[datasets[0]])
-    combined, tasks, statistics, metrics = {}, [], [], []
+    benchmarks = benchmarks or {}
+    combined, statistics, metrics = {}, [], []
     for position, dataset in enumerate(datasets):
         if list(ranks[dataset]) != models:
             raise ClipevalError(f"suite {name}: dataset {dataset} has models {list(ranks[dataset])}, not {models}")
@@ -59,17 +82,16 @@ def score_suite(name: str, datasets: list[str], ranks: dict, baseline=None, repl
         samples, model_statistics = stacked_samples(records, paths)
         task = records[0]["task"]
         numbers = model_statistics[0](samples)
-        metrics.append(main_metric(task, numbers))
-        if metrics[-1] not in numbers:
+        metrics.append(suite_metric(task, numbers, benchmarks.get(dataset)))
+        if measured_value(numbers, metrics[-1]) is None:
             raise ClipevalError(
                 f"{paths[0]}: suite {name} averages {metrics[-1]}, which this {task} result does not have"
-                " (mean recall needs R@1, R@5 and R@10 in metrics.recall_at)"
+                f"{MISSING.get(metrics[-1], '')}"
             )
         combined.update({f"{position}{SEPARATOR}{key}": value for key, value in samples.items()})
-        tasks.append(task)
         statistics.append(model_statistics)
     pairs = comparison_pairs(models, baseline if baseline in models else None) if len(models) > 1 else []
-    statistic = suite_statistic(tasks, statistics, models, pairs)
+    statistic = suite_statistic(metrics, statistics, models, pairs)
     values = statistic(combined)
     result = {
         "suite": name,

@@ -358,8 +358,12 @@ def suite_ranks(wildcards):
 
 
 def suite_arguments(wildcards):
-    """--entry MODEL DATASET RANKS per pair of the suite, and the baseline, in an arguments file."""
+    """--entry MODEL DATASET RANKS per pair of the suite, --benchmark DATASET NAME per dataset that names its
+    benchmark (published:), and the baseline, in an arguments file."""
     words = [word for entry in suite_entries(wildcards.suite) for word in ("--entry", *entry)]
+    for dataset in PLAN.suites()[wildcards.suite]:
+        benchmark = config["datasets"][dataset].get("published")
+        words += ["--benchmark", dataset, benchmark] if benchmark else []
     baseline = config["compare"].get("baseline")
     return written_or_fail(argument_file, words + (["--baseline", baseline] if baseline else []))
 

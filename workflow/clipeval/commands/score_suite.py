@@ -9,6 +9,14 @@ LIBRARIES = ("numpy",)
 def add_arguments(parser):
     parser.add_argument("--suite", required=True, help="the suite's name")
     parser.add_argument("--entry", nargs=3, action="append", required=True, metavar=("MODEL", "DATASET", "RANKS_JSON"))
+    parser.add_argument(
+        "--benchmark",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("DATASET", "NAME"),
+        help="the benchmark a dataset is (its `published:`): it is averaged by the metric open_clip's table reports",
+    )
     parser.add_argument("--baseline", help="compare each other model with this one (default: every two models)")
     add_interval_options(parser)
     parser.add_argument("--output", type=Path, required=True)
@@ -21,6 +29,7 @@ def run(args):
     ranks = {}
     for model, dataset, path in args.entry:
         ranks.setdefault(dataset, {})[model] = Path(path)
-    result = score_suite(args.suite, list(ranks), ranks, args.baseline, args.bootstrap, args.seed)
+    benchmarks = dict(args.benchmark)
+    result = score_suite(args.suite, list(ranks), ranks, args.baseline, args.bootstrap, args.seed, benchmarks)
     write_json(args.output, result)
     print(f"suite {args.suite}: {result['averages']}")

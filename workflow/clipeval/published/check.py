@@ -9,7 +9,7 @@ rows from the same file.
 """
 
 from clipeval.published.benchmarks import BENCHMARKS, MEAN_R1
-from clipeval.published.tables import SOURCE_NAMES, shipped_index
+from clipeval.published.tables import OPENCLIP_RESULTS, SOURCE_NAMES, shipped_index
 
 # Percentage points. A run of the published setup reproduces its numbers to a few tenths; a point or more is a
 # difference of setup, which CAUSES names.
@@ -63,6 +63,21 @@ def published_rows(model: str, dataset: str, score: dict, index=None) -> list[di
             }
         )
     return rows
+
+
+def published_average(model: str, metrics: dict[str, str], rows: list[dict]) -> float | None:
+    """The mean of open_clip's results table's values for `model` over a suite's datasets, each by the metric
+    the suite averages it by (metrics: {dataset: metric}); None unless the table has every one of them."""
+    main_table = SOURCE_NAMES[OPENCLIP_RESULTS]
+    found = {
+        row["dataset"]: row["published"]
+        for row in rows
+        if row["model"] == model
+        and row["source"] == main_table
+        and row["dataset"] in metrics
+        and row["metric"] == LABELS.get(metrics[row["dataset"]], metrics[row["dataset"]])
+    }
+    return sum(found.values()) / len(found) if found and len(found) == len(metrics) else None
 
 
 def published_markdown(rows: list[dict]) -> list[str]:

@@ -25,7 +25,7 @@ from clipeval.metric_catalog import (
     recall_key,
     retrieval_metrics,
 )
-from clipeval.published.check import published_markdown, published_rows
+from clipeval.published.check import published_average, published_markdown, published_rows
 from clipeval.reporting.series_table import SERIES_COLUMNS, series_markdown, series_rows
 from clipeval.reporting.tokenization_table import tokenization_markdown
 from clipeval.storage.atomic import atomic_output
@@ -311,14 +311,19 @@ def suite_rows(suite: dict) -> tuple[list[dict], list[dict]]:
     return averages, differences
 
 
-def suites_markdown(suites: list[dict]) -> list[str]:
+def suites_markdown(suites: list[dict], published=()) -> list[str]:
     lines = ["", "## Suites", "", "Each model's unweighted mean over a suite's datasets of each task's main metric"]
-    lines += ["(mean recall, top-1, text score); paired differences from the same resampled queries.", ""]
+    lines += ["(mean recall, top-1, text score), or of the metric open_clip's results table reports for the"]
+    lines += ["benchmark a dataset names; paired differences from the same resampled queries. `published`: the"]
+    lines += ["mean of that table's values for the model over the same datasets, where it has them all.", ""]
     for suite in suites:
         metrics = ", ".join(f"{dataset} ({metric})" for dataset, metric in suite["metrics"].items())
         averages, differences = suite_rows(suite)
+        for row in averages:
+            row["published"] = published_average(row["model"], suite["metrics"], list(published))
+        shown = ["model", "value"] + (["published"] if any(row["published"] is not None for row in averages) else [])
         lines += [f"**{suite['suite']}**: {metrics}", ""]
-        lines += markdown_table(averages, ["model", "value"]) + [""]
+        lines += markdown_table(averages, shown) + [""]
         if differences:
             lines += markdown_table(differences, ["first − second", "value"]) + [""]
     return lines
@@ -364,7 +369,7 @@ def render_markdown(
         lines += ["", "## Average over datasets", ""]
         lines += markdown_table(averages, ["model", "task", "metric", "datasets", "average"])
     if suites:
-        lines += suites_markdown(suites)
+        lines += suites_markdown(suites, published)
     if comparisons:
         lines += [
             "",
