@@ -388,6 +388,19 @@ def test_usable_names_pass_and_the_schema_states_the_same_rule():
             "suites.mine: averages the mean recall of flickr, which needs 1, 5 and 10 in metrics.recall_at",
         ),
         (
+            lambda c: (
+                c.update(suites={"mine": ["cifar", "flickr"]}),
+                c["metrics"].update(recall_at=[5, 10]),
+                c["datasets"]["flickr"].update(published="flickr30k"),
+            ),
+            "suites.mine: averages the mean R@1 of flickr (its benchmark's metric), which needs 1 in metrics.recall_at",
+        ),
+        (
+            lambda c: c["datasets"]["cifar"].update(published="fairness/dollar_street"),
+            "datasets.cifar.published: fairness/dollar_street is scored by its worst income_ds group: name income_ds"
+            " in the dataset's groups",
+        ),
+        (
             lambda c: c["datasets"]["flickr"].update(published="imagenet1k"),
             "datasets.flickr.published: imagenet1k is a classification benchmark, and this dataset's task is"
             " retrieval: its published numbers would not be this dataset's",

@@ -153,3 +153,16 @@ def test_the_summary_the_report_and_the_leaderboard_show_them(fake_tables, tmp_p
     assert printed[-len(expected) :] == expected
     board = (tmp_path / "board.html").read_text()
     assert "<td>mean R@1 of both directions</td><td>45.00</td><td>46.50</td><td>-1.50 ⚠</td>" in board
+
+
+def test_dollar_street_and_geode_are_compared_by_their_worst_groups():
+    """open_clip's table holds DataComp's main metrics for them: the worst income group's top-5 (Dollar Street),
+    the worst region's top-1 (GeoDE); ViT-B-32 openai's values read off the file by hand."""
+    shipped = index(read_values())
+    street = {v.metric: v.value for v in shipped["ViT-B-32", "openai", "fairness/dollar_street"]}
+    geode = {v.metric: v.value for v in shipped["ViT-B-32", "openai", "fairness/geode"]}
+    assert street == pytest.approx({"worst_group/income_ds/top5": 53.86})
+    assert geode == pytest.approx({"worst_group/region/top1": 82.17})
+    score = {"top1": 70.0, "worst_group": {"income_ds": {"top1": 30.0, "top5": 54.5, "top5_group": "0"}}}
+    assert check.measured_value(score, "worst_group/income_ds/top5") == 54.5
+    assert check.measured_value(score, "worst_group/region/top1") is None

@@ -1,6 +1,8 @@
 """Suites: each model's average of its datasets' main metrics, with intervals and paired differences, against
 the averages of the scores the score stages write."""
 
+import json
+
 import numpy as np
 import pytest
 from test_compositionality import random_examples
@@ -119,3 +121,36 @@ def test_the_summary_shows_the_published_average_beside_the_measured_one(tmp_pat
         f"| blurred | {suite['averages']['blurred']:.2f} | n/a |",
     ]
     assert "| model | value |" in suites_markdown([suite], [])
+
+
+def test_dollar_street_enters_by_its_worst_income_groups_top5_with_paired_intervals(tmp_path):
+    from clipeval.comparison import compare_models
+
+    ranks, scores = {}, {}
+    for model, noise in (("sharp", 0.8), ("blurred", 1.6)):
+        rng = np.random.default_rng(3)
+        labels = rng.integers(0, 8, size=300)
+        classes = rng.normal(size=(8, 8)).astype(np.float32)
+        images = (classes[labels] + rng.normal(scale=noise, size=(300, 8))).astype(np.float32)
+        income = np.arange(300) % 4
+        metrics, record = score_classification(
+            np.arange(300), images, classes, labels, list("abcdefgh"), 100, 0, {"income_ds": income}
+        )
+        write_json(tmp_path / f"{model}.json", record)
+        ranks.setdefault("street", {})[model] = tmp_path / f"{model}.json"
+        scores[model] = metrics
+        by_hand = min(100.0 * np.mean(np.array(record["ranks"])[income == group] <= 5) for group in range(4))
+        assert metrics["worst_group"]["income_ds"]["top5"] == pytest.approx(by_hand)
+        low, high = metrics["intervals"]["worst_group"]["income_ds"]["top5"]
+        assert low <= by_hand <= high
+    suite = score_suite("s", ["street"], ranks, replicates=100, benchmarks={"street": "fairness/dollar_street"})
+    assert suite["metrics"] == {"street": "worst_group/income_ds/top5"}
+    for model in ("sharp", "blurred"):
+        assert suite["averages"][model] == pytest.approx(scores[model]["worst_group"]["income_ds"]["top5"])
+    records = [json.loads((tmp_path / f"{m}.json").read_text()) for m in ("sharp", "blurred")]
+    compared = compare_models(("sharp", "blurred"), *records, "blurred.json", 100, 0)
+    worst = [scores[m]["worst_group"]["income_ds"]["top5"] for m in ("sharp", "blurred")]
+    assert compared["difference"]["worst_group"]["income_ds"]["top5"] == pytest.approx(worst[0] - worst[1])
+    other = {**records[1], "groups": {"income_ds": [0] * 300}}
+    with pytest.raises(ClipevalError, match="^blurred.json: its images' groups differ from the first model's$"):
+        compare_models(("sharp", "blurred"), records[0], other, "blurred.json")

@@ -8,7 +8,7 @@ models' separate intervals suggest.
 
 import numpy as np
 
-from clipeval.classification.metrics import class_samples, classification_statistic
+from clipeval.classification.metrics import class_samples, classification_statistic, group_columns
 from clipeval.classification.multilabel import multilabel_samples, multilabel_statistic
 from clipeval.compositionality.metrics import compositionality_statistic, group_samples
 from clipeval.errors import ClipevalError
@@ -53,6 +53,8 @@ def check_pairable(first: dict, second: dict, second_path) -> None:
         _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
         if bool(first.get("multilabel")) != bool(second.get("multilabel")):
             raise ClipevalError(f"{second_path}: one record is multi-label and the other not")
+        if first.get("groups") != second.get("groups"):
+            raise ClipevalError(f"{second_path}: its images' groups differ from the first model's")
 
 
 def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
@@ -84,9 +86,12 @@ def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
         parts = [multilabel_samples(record)["images"][0] for record in records]
         rows = np.column_stack([parts[0], *(part[:, num_classes:] for part in parts[1:])])
         return {"images": [rows]}, [multilabel_statistic(num_classes, i) for i in models]
-    # (rank, label) of the first model, then each other model's rank: model i's ranks are column i + 1.
-    rows = np.column_stack([class_samples(first)["images"][0], *(record["ranks"] for record in records[1:])])
-    return {"images": [rows]}, [classification_statistic(num_classes, i + 1 if i else 0, 1) for i in models]
+    # (rank, label, groups …) of the first model, then each other model's rank after them.
+    own = class_samples(first)["images"][0]
+    rows = np.column_stack([own, *(record["ranks"] for record in records[1:])])
+    columns = group_columns(first)
+    ranks = [0, *range(own.shape[1], own.shape[1] + len(records) - 1)]
+    return {"images": [rows]}, [classification_statistic(num_classes, ranks[i], 1, columns) for i in models]
 
 
 def paired_samples(first: dict, second: dict, second_path):

@@ -15,7 +15,7 @@ difference between two models' averages is paired.
 from clipeval.comparison import comparison_pairs, stacked_samples
 from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import main_metric
-from clipeval.published.benchmarks import BENCHMARKS, MEAN_R1
+from clipeval.published.benchmarks import MEAN_R1, benchmark_metric
 from clipeval.published.check import measured_value
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
 from clipeval.storage.ranks_records import read_ranks_record
@@ -32,9 +32,7 @@ def dataset_samples(samples: dict, position: int) -> dict:
 def suite_metric(task: str, numbers: dict, benchmark: str | None = None) -> str:
     """The metric a dataset enters a suite's average by: its benchmark's in open_clip's results table where it
     names one of its task, else its own main metric."""
-    if benchmark in BENCHMARKS and BENCHMARKS[benchmark].task == task:
-        return BENCHMARKS[benchmark].openclip_metric
-    return main_metric(task, numbers)
+    return benchmark_metric(task, benchmark) or main_metric(task, numbers)
 
 
 def suite_statistic(metrics: list[str], statistics: list[list], models: list[str], pairs):

@@ -7,7 +7,7 @@ A labels.jsonl row may carry `"groups": {field: group}` (data/sources/wds_classi
 
 import numpy as np
 
-from clipeval.classification.metrics import TOP_K
+from clipeval.classification.top_k import TOP_K, top_k_accuracies
 from clipeval.errors import ClipevalError
 from clipeval.storage.jsonl import read_keyed_jsonl
 
@@ -43,20 +43,27 @@ def group_metrics(ranks: np.ndarray, groups: dict[str, np.ndarray], num_classes:
     """by_group: {field: {group: {images, top1, top5}}} in percent; worst_group: {field: {top1, top5, top1_group,
     top5_group}}, each the least over the groups with images and the group it is (the first by number on a tie).
     top-k is None where it is undefined (k of the classes or more)."""
-    defined = [k for k in TOP_K if not (k > num_classes or (k > 1 and k == num_classes))]
     by_group, worst = {}, {}
     for field, values in groups.items():
-        by_group[field] = {}
-        for value in np.unique(values):
-            members = ranks[values == value]
-            by_group[field][str(int(value))] = {
-                "images": int(len(members)),
-                **{f"top{k}": float(100.0 * np.mean(members <= k)) if k in defined else None for k in TOP_K},
+        by_group[field] = {
+            str(int(value)): {
+                "images": int(np.sum(values == value)),
+                **top_k_accuracies(ranks[values == value], num_classes),
             }
+            for value in np.unique(values)
+        }
         worst[field] = {}
         for k in TOP_K:
-            # The first group by number on a tie (np.unique ordered them).
-            least = min(by_group[field], key=lambda group: by_group[field][group][f"top{k}"]) if k in defined else None
-            worst[field][f"top{k}"] = by_group[field][least][f"top{k}"] if least is not None else None
-            worst[field][f"top{k}_group"] = least
+            column, shown = f"top{k}", by_group[field]
+            # The first group by number on a tie (np.unique ordered them); none where top-k is undefined.
+            defined = [group for group in shown if shown[group][column] is not None]
+            least = min(defined, key=lambda group: shown[group][column]) if defined else None
+            worst[field][column] = shown[least][column] if least is not None else None
+            worst[field][f"{column}_group"] = least
     return {"by_group": by_group, "worst_group": worst}
+
+
+def worst_group_values(ranks: np.ndarray, groups: dict[str, np.ndarray], num_classes: int) -> dict:
+    """{field: {top1, top5}}: group_metrics' worst groups' numbers alone, as a bootstrap statistic takes them."""
+    worst = group_metrics(ranks, groups, num_classes)["worst_group"]
+    return {field: {f"top{k}": values[f"top{k}"] for k in TOP_K} for field, values in worst.items()}

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from clipeval.classification.groups import group_metrics, worst_group_values
+from clipeval.classification.top_k import TOP_K, top_k_accuracies
 from clipeval.errors import ClipevalError
 from clipeval.ranking_rule import exact_scores
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
@@ -16,7 +18,6 @@ from clipeval.storage.jsonl import read_json, read_keyed_jsonl
 
 LOGIT_SCALE = 100.0
 _SCORE_BUDGET_BYTES = 64 << 20
-TOP_K = (1, 5)
 
 
 @dataclass(frozen=True)
@@ -100,12 +101,7 @@ def true_class_ranks(ranked: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def headline_metrics(ranks: np.ndarray, labels: np.ndarray, num_classes: int) -> dict:
     """Top-1, top-5 and mean per-class recall, in percent, from each image's true-class rank."""
-    metrics = {}
-    for k in TOP_K:
-        if k > num_classes or (k > 1 and k == num_classes):
-            metrics[f"top{k}"] = None  # every image would count as a hit: the number would mislead
-        else:
-            metrics[f"top{k}"] = float(100.0 * np.mean(ranks <= k))
+    metrics = top_k_accuracies(ranks, num_classes)
     support = np.bincount(labels, minlength=num_classes)
     hits = np.bincount(labels, weights=(ranks == 1), minlength=num_classes)
     present = support > 0
@@ -113,12 +109,17 @@ def headline_metrics(ranks: np.ndarray, labels: np.ndarray, num_classes: int) ->
     return metrics
 
 
-def classification_statistic(num_classes: int, rank_column=0, label_column=1):
-    """samples {"images": [rows of (rank, label)]} -> the headline metrics."""
+def classification_statistic(num_classes: int, rank_column=0, label_column=1, group_columns=None):
+    """samples {"images": [rows of (rank, label, each group field's group …)]} -> the headline metrics, and
+    each group field's worst group (classification/groups.py) where group_columns gives {field: column}."""
 
     def statistic(samples):
         rows = samples["images"][0]
-        return headline_metrics(rows[:, rank_column], rows[:, label_column], num_classes)
+        numbers = headline_metrics(rows[:, rank_column], rows[:, label_column], num_classes)
+        if group_columns:
+            groups = {field: rows[:, column] for field, column in group_columns.items()}
+            numbers["worst_group"] = worst_group_values(rows[:, rank_column], groups, num_classes)
+        return numbers
 
     return statistic
 
@@ -172,12 +173,19 @@ def align_labels(feature_ids: np.ndarray, label_ids: np.ndarray, labels: np.ndar
 
 
 def class_samples(record: dict) -> dict:
-    """{"images": [rows of (rank, label)]} from a ranks record."""
-    return {"images": [np.column_stack([record["ranks"], record["labels"]]).astype(np.int64)]}
+    """{"images": [rows of (rank, label, each group field's group …)]} from a ranks record."""
+    groups = list((record.get("groups") or {}).values())
+    return {"images": [np.column_stack([record["ranks"], record["labels"], *groups]).astype(np.int64)]}
 
 
-def score_classification(image_ids, images, class_features, labels, classnames, bootstrap=0, seed=0):
-    """(metrics, ranks record) for images already aligned with their labels."""
+def group_columns(record: dict, first: int = 2) -> dict[str, int]:
+    """{field: its column in class_samples' rows} of a record's groups."""
+    return {field: first + index for index, field in enumerate(record.get("groups") or {})}
+
+
+def score_classification(image_ids, images, class_features, labels, classnames, bootstrap=0, seed=0, groups=None):
+    """(metrics, ranks record) for images already aligned with their labels; groups: {field: each image's group}
+    where images belong to groups (classification/groups.py), which the record keeps for paired statistics."""
     ranked = ranked_classes(images, class_features)
     metrics = {"task": "classification", **classification_metrics(labels, ranked, classnames)}
     record = {
@@ -187,8 +195,11 @@ def score_classification(image_ids, images, class_features, labels, classnames, 
         "labels": labels.tolist(),
         "ranks": true_class_ranks(ranked, labels).tolist(),
     }
+    if groups is not None:
+        metrics.update(group_metrics(np.array(record["ranks"]), groups, len(classnames)))
+        record["groups"] = {field: values.tolist() for field, values in groups.items()}
     if bootstrap:
-        statistic = classification_statistic(len(classnames))
+        statistic = classification_statistic(len(classnames), group_columns=group_columns(record))
         metrics["intervals"] = percentile_intervals(statistic, class_samples(record), bootstrap, seed)
     metrics["bootstrap"] = bootstrap_record(bootstrap, seed) if bootstrap else None
     return metrics, record

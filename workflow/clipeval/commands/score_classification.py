@@ -18,9 +18,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    import numpy as np
-
-    from clipeval.classification.groups import group_metrics, load_groups
+    from clipeval.classification.groups import load_groups
     from clipeval.classification.inputs import load_classification_inputs
     from clipeval.classification.metrics import score_classification
     from clipeval.classification.multilabel import score_multilabel
@@ -33,10 +31,8 @@ def run(args):
     if given.labels.ndim == 2:
         metrics, record = score_multilabel(*scored, args.bootstrap, args.seed)
     else:
-        metrics, record = score_classification(*scored, args.bootstrap, args.seed)
         groups = load_groups(args.labels, given.image_ids)
-        if groups is not None:
-            metrics.update(group_metrics(np.array(record["ranks"]), groups, len(given.spec.classnames)))
+        metrics, record = score_classification(*scored, args.bootstrap, args.seed, groups)
     metrics["provenance"] = result_provenance(args.dataset_meta, args.model_meta, args.config)
     write_scores(args, metrics, record)
     shown = {metric.column: metrics[metric.column] for metric in CLASSIFICATION_METRICS if metric.column in metrics}

@@ -27,7 +27,7 @@ from clipeval.planning.artifacts import RESULTS
 from clipeval.planning.config_errors import location
 from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
 from clipeval.planning.series import config_name
-from clipeval.published.benchmarks import BENCHMARKS
+from clipeval.published.benchmarks import BENCHMARKS, MEAN_R1, benchmark_metric
 
 # What a dataset, model or experiment may be called: each name becomes a path
 # component, a wildcard value and a word of job command lines. config/schema.yaml's
@@ -80,6 +80,12 @@ def check_references(plan: Plan) -> None:
                 f" benchmark, and this dataset's task is {entry['task']}: its published numbers would not be this"
                 " dataset's"
             )
+        metric = BENCHMARKS[published].openclip_metric if published else ""
+        if metric.startswith("worst_group/") and metric.split("/")[1] not in (entry.get("groups") or []):
+            raise ConfigError(
+                f"{location(('datasets', name, 'published'))}: {published} is scored by its worst"
+                f" {metric.split('/')[1]} group: name {metric.split('/')[1]} in the dataset's groups"
+            )
         key = ("datasets", name, "train_split")
         if entry["task"] != "probe":
             if "train_split" in entry:
@@ -130,12 +136,22 @@ def check_references(plan: Plan) -> None:
             evaluated(("suites", suite, index), dataset)
         if not plan.suite_models(suite):
             raise ConfigError(f"suites.{suite}: no model is evaluated on every one of its datasets")
-        retrieval = [d for d in datasets if config["datasets"][d]["task"] == "retrieval"]
-        if retrieval and not has_rsum(config["metrics"]["recall_at"]):
-            raise ConfigError(
-                f"suites.{suite}: averages the mean recall of {retrieval[0]}, which needs 1, 5 and 10 in"
-                " metrics.recall_at"
-            )
+        recall_at = config["metrics"]["recall_at"]
+        for dataset in datasets:
+            entry = config["datasets"][dataset]
+            if entry["task"] != "retrieval":
+                continue
+            by_mean_r1 = benchmark_metric("retrieval", entry.get("published")) == MEAN_R1
+            if by_mean_r1 and 1 not in recall_at:
+                raise ConfigError(
+                    f"suites.{suite}: averages the mean R@1 of {dataset} (its benchmark's metric), which needs 1 in"
+                    " metrics.recall_at"
+                )
+            if not by_mean_r1 and not has_rsum(recall_at):
+                raise ConfigError(
+                    f"suites.{suite}: averages the mean recall of {dataset}, which needs 1, 5 and 10 in"
+                    " metrics.recall_at"
+                )
     if "baseline" in config["compare"]:
         known(("compare", "baseline"), config["compare"]["baseline"], "models")
     first_listed = {}

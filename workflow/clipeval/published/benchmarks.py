@@ -4,15 +4,18 @@ how each table names them and which metric its number is.
 A dataset of a config says which one it is with `published: NAME`. The
 metric of open_clip's main table is DataComp's main metric for the task
 (DataComp's tasklist.yml): top-1 accuracy, mean per-class recall, or for
-retrieval the mean of both directions' R@1. Columns whose metric is not
-compared (WinoGAViL's Jaccard score, iWildCam's macro F1, FMoW's, Dollar
-Street's and GeoDE's worst groups, which classification/groups.py scores)
-are not listed.
+retrieval the mean of both directions' R@1, for Dollar Street the worst
+income group's top-5 and for GeoDE the worst region's top-1 (a dataset's
+`groups:` must name income_ds or region). Columns whose metric clipeval does
+not compute (WinoGAViL's Jaccard score, iWildCam's macro F1, FMoW's worst
+region over its years) are not listed.
 """
 
 from dataclasses import dataclass
 
 TOP1, MEAN_PER_CLASS_RECALL, MEAN_R1 = "top1", "mean_per_class_recall", "mean_R@1"
+# DataComp's worst-group accuracies (classification/groups.py): a score file's worst_group → field → top-k.
+WORST_INCOME_TOP5, WORST_REGION_TOP1 = "worst_group/income_ds/top5", "worst_group/region/top1"
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ BENCHMARKS = {
     "sun397": _classification("SUN397", TOP1, "sun397"),
     "vtab/svhn": _classification("SVHN", TOP1, "vtab/svhn"),
     "wilds/camelyon17": _classification("Camelyon17", TOP1),
+    "fairness/dollar_street": _classification("Dollar Street", WORST_INCOME_TOP5),
+    "fairness/geode": _classification("GeoDE", WORST_REGION_TOP1),
     "fer2013": _classification(None, TOP1, "fer2013"),
     "vtab/diabetic_retinopathy": _classification(None, TOP1, "vtab/diabetic_retinopathy"),
     "vtab/dmlab": _classification(None, TOP1, "vtab/dmlab"),
@@ -73,3 +78,10 @@ BENCHMARKS = {
     "mscoco_captions": Benchmark("retrieval", "MSCOCO", MEAN_R1, "MSCOCO", ("mscoco_captions",)),
     "flickr8k": Benchmark("retrieval", clip_benchmark_names=("flickr8k",)),
 }
+
+
+def benchmark_metric(task: str, benchmark: str | None) -> str | None:
+    """The metric open_clip's results table reports for `benchmark` (DataComp's main metric), where it is of
+    `task` and the table has it; None otherwise."""
+    found = BENCHMARKS.get(benchmark)
+    return found.openclip_metric if found and found.task == task and found.openclip_column else None

@@ -8,7 +8,7 @@ provenance, so the summary, the report and the leaderboard find the same
 rows from the same file.
 """
 
-from clipeval.published.benchmarks import BENCHMARKS, MEAN_R1
+from clipeval.published.benchmarks import BENCHMARKS, MEAN_R1, WORST_INCOME_TOP5, WORST_REGION_TOP1
 from clipeval.published.tables import OPENCLIP_RESULTS, SOURCE_NAMES, shipped_index
 
 # Percentage points. A run of the published setup reproduces its numbers to a few tenths; a point or more is a
@@ -19,7 +19,11 @@ CAUSES = (
     " images, ImageNet's validation set), other preprocessing (resize, crop, interpolation), other precision"
     " (fp16 or amp against fp32), or other class names and prompt templates"
 )
-LABELS = {MEAN_R1: "mean R@1 of both directions"}
+LABELS = {
+    MEAN_R1: "mean R@1 of both directions",
+    WORST_INCOME_TOP5: "worst income_ds group's top-5",
+    WORST_REGION_TOP1: "worst region's top-1",
+}
 
 
 def measured_value(score: dict, metric: str) -> float | None:
@@ -30,6 +34,11 @@ def measured_value(score: dict, metric: str) -> float | None:
         return None if None in both else sum(both) / 2
     if metric.startswith(("t2i_", "i2t_")):
         return score.get(metric[:3], {}).get(metric[4:])
+    if "/" in metric:  # a path into nested numbers: worst_group/income_ds/top5
+        node = score
+        for key in metric.split("/"):
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
     return score.get(metric)
 
 
