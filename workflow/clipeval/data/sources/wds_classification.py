@@ -13,6 +13,12 @@ ROOT/dataset_type.txt (`multilabel`), and each sample's `npy` is then a 0/1
 vector, one per class: the classes it holds, scored by mean average precision
 (classification/multilabel.py).
 
+DataComp's FairFace and UTKFace exports list every head's class names and
+templates in one file, each line prefixed by its head (`race:`, `gender:`,
+`age:`, `toxic:`), and give each sample no `cls` but a `npy` of its age,
+gender, race and race_binary. `objective:` names the head a dataset scores:
+its lines, and its column of the `npy` as each image's class.
+
 Image ids count the samples from 0 in shard and tar order.
 """
 
@@ -37,15 +43,30 @@ GROUPS = Setting(
     " region), scored by group",
     many=True,
 )
+OBJECTIVE = Setting(
+    "objective",
+    "DataComp's FairFace and UTKFace: the head scored (race, gender or age), whose class names and templates are"
+    " the lines prefixed NAME: and whose class is each sample's .npy column NAME (groups: names the columns)",
+)
 
 
-def export_templates(path) -> list[str]:
+def objective_lines(path, what: str, objective: str | None) -> list[tuple[int, str]]:
+    """(line number, text) of `path`'s nonblank lines; with an objective, those prefixed `OBJECTIVE:`, the prefix
+    taken off (DataComp's FairFace and UTKFace list the classes and templates of every head in one file)."""
+    lines = [(number, line.strip()) for number, line in nonblank_lines(path, what)]
+    if objective is None:
+        return lines
+    prefix = f"{objective}:"
+    return [(number, line[len(prefix) :].strip()) for number, line in lines if line.startswith(prefix)]
+
+
+def export_templates(path, objective: str | None = None) -> list[str]:
     """CLIP_benchmark's templates, `{c}` for the class name, as clipeval's (`{}`)."""
     templates = []
-    for number, line in nonblank_lines(path, "templates"):
+    for number, line in objective_lines(path, "templates", objective):
         if "{c}" not in line:
-            raise ClipevalError(f"{path}:{number}: template {line.strip()!r} has no {{c}} for the class name")
-        templates.append(line.strip().replace("{", "{{").replace("}", "}}").replace("{{c}}", "{}"))
+            raise ClipevalError(f"{path}:{number}: template {line!r} has no {{c}} for the class name")
+        templates.append(line.replace("{", "{{").replace("}", "}}").replace("{{c}}", "{}"))
     return templates
 
 
@@ -58,13 +79,20 @@ def is_multilabel_export(root: Path) -> bool:
 def read(settings) -> PreparedSource:
     root = Path(settings["export"])
     multilabel = is_multilabel_export(root)
-    classnames = [line.strip() for _, line in nonblank_lines(root / CLASSNAMES, "class names")]
-    if not classnames:
-        raise ClipevalError(f"{root / CLASSNAMES}: no class names")
-    templates = export_templates(root / TEMPLATES)
-    if not templates:
-        raise ClipevalError(f"{root / TEMPLATES}: no templates")
+    objective = settings.get("objective")
     fields = settings.get("groups") or []
+    if objective is not None and objective not in fields:
+        raise ClipevalError(
+            f"objective: {objective!r} is the column of each sample's .npy that holds its class: name the columns"
+            " in groups (FairFace, UTKFace: [age, gender, race, race_binary])"
+        )
+    prefixed = f" prefixed {objective + ':'!r}" if objective else ""
+    classnames = [line for _, line in objective_lines(root / CLASSNAMES, "class names", objective)]
+    if not classnames:
+        raise ClipevalError(f"{root / CLASSNAMES}: no class names{prefixed}")
+    templates = export_templates(root / TEMPLATES, objective)
+    if not templates:
+        raise ClipevalError(f"{root / TEMPLATES}: no templates{prefixed}")
     if multilabel and fields:
         raise ClipevalError(
             f"groups: {root / DATASET_TYPE} says a multi-label set, whose .npy holds each sample's classes, not groups"
@@ -73,7 +101,7 @@ def read(settings) -> PreparedSource:
     if repeated:
         raise ClipevalError(f"groups: the field {repeated[0]!r} is named twice")
     images, labels = [], []
-    wanted = ("npy",) if multilabel else ("cls", "npy") if fields else ("cls",)
+    wanted = ("npy",) if multilabel or objective else ("cls", "npy") if fields else ("cls",)
     unnamed_groups = None
     for where, raw, members, extensions in samples_with(shard_files(root, settings["split"]), wanted):
         if not fields and not multilabel and "npy" in extensions and unnamed_groups is None:
@@ -82,6 +110,15 @@ def read(settings) -> PreparedSource:
         images.append((len(images), raw))
         if multilabel:
             labels.append((len(labels), sample_classes(members[0], len(classnames), where)))
+            continue
+        if objective:
+            groups = sample_groups(members[0], fields, where)
+            if not 0 <= groups[objective] < len(classnames):
+                raise ClipevalError(
+                    f"{where}: .npy's {objective} is {groups[objective]}, not an index below {len(classnames)}"
+                    f" (the class names{prefixed} in {root / CLASSNAMES})"
+                )
+            labels.append((len(labels), groups[objective], groups))
             continue
         text = text_of(members[0], where, "cls").strip()
         if not (text.isascii() and text.isdigit()) or int(text) >= len(classnames):
@@ -99,6 +136,8 @@ def read(settings) -> PreparedSource:
     source = {"format": "wds_classification", "export": str(root), "split": settings["split"]}
     if fields:
         source["groups"] = list(fields)
+    if objective:
+        source["objective"] = objective
     return PreparedSource(images, None, source, classes=(labels, classnames, templates))
 
 
@@ -143,6 +182,6 @@ FORMAT = SourceFormat(
     name="wds_classification",
     help="a classification set in CLIP_benchmark's webdataset export (ROOT/SPLIT/N.tar: image + .cls)",
     writes=CLASSES,
-    settings=(EXPORT, SPLIT, GROUPS),
+    settings=(EXPORT, SPLIT, GROUPS, OBJECTIVE),
     read=read,
 )
