@@ -291,6 +291,24 @@ def test_the_train_command_offers_the_towers_and_precisions_training_knows():
     assert (command.TOWERS, command.PRECISIONS) == (training.TOWERS, training.PRECISIONS)
 
 
+def test_the_train_command_refuses_half_precision_on_the_cpu_under_the_portable_profile(tmp_path):
+    """As the planner does (planning/checks.py): its kernels are not pinned, so its bits would vary by CPU."""
+    from conftest import run_cli
+
+    common = ("train", "--arch", "clipeval-tiny", "--dataset", tmp_path / "none", "--output", tmp_path / "out.pt")
+    common += ("--epochs", 1, "--batch-size", 2, "--lr", "1e-3", "--seed", 0, "--precision", "bf16")
+    result = run_cli(*common)
+    assert (result.returncode, result.stderr) == (
+        1,
+        "clipeval: error: --precision bf16 on the CPU is outside --numerics portable, whose training is the same bits"
+        " on every CPU: train in fp32, on a GPU (--device cuda), or under --numerics native\n",
+    )
+    # Under the native profile it is asked for knowingly: the command goes on (to the missing dataset).
+    native = run_cli(*common, "--numerics", "native")
+    assert native.returncode == 1 and "--precision" not in native.stderr and "none" in native.stderr
+    assert not (tmp_path / "out.pt").exists()
+
+
 def test_a_training_set_too_large_to_hold_is_preprocessed_a_batch_at_a_time_to_the_same_bits(
     tmp_path, shapes_dataset, monkeypatch
 ):

@@ -55,6 +55,12 @@ def add_options(parser) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads under --numerics native")
 
 
+def pins_training(numerics: str, precision: str, device: str) -> bool:
+    """Whether a training's numbers are held to the profile: half precision on the CPU computes with kernels the
+    portable profile does not pin (a GPU's are held to the GPU tolerance instead)."""
+    return not (numerics == "portable" and precision != "fp32" and device == "cpu")
+
+
 class NumericsError(ClipevalError):
     """The portable code path cannot be taken here."""
 

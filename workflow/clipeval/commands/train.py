@@ -1,8 +1,9 @@
 from pathlib import Path
 
 from clipeval.commands._options import at_least, count
+from clipeval.errors import ClipevalError
 from clipeval.numerics import add_options as add_numerics_options
-from clipeval.numerics import pin
+from clipeval.numerics import pin, pins_training
 
 HELP = "train a CLIP on a prepared dataset, from random weights or from pretrained ones (a fine-tune)"
 LIBRARIES = ("torch", "open_clip_torch", "transformers", "pillow", "numpy")
@@ -38,6 +39,11 @@ def add_arguments(parser):
 
 
 def run(args):
+    if not pins_training(args.numerics, args.precision, args.device):
+        raise ClipevalError(
+            f"--precision {args.precision} on the CPU is outside --numerics portable, whose training is the same"
+            " bits on every CPU: train in fp32, on a GPU (--device cuda), or under --numerics native"
+        )
     pin(args.numerics, args.threads)  # before anything imports torch
     from clipeval.models.training import TrainingSettings, train_clip
 

@@ -22,7 +22,7 @@ from clipeval.models.pretrained import (
     is_open_clip,
     weights_folder,
 )
-from clipeval.numerics import PORTABLE_THREADS, portable_threads_error
+from clipeval.numerics import PORTABLE_THREADS, pins_training, portable_threads_error
 from clipeval.planning.artifacts import RESULTS
 from clipeval.planning.config_errors import location
 from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
@@ -212,7 +212,7 @@ MODEL_FOLDER_MARKERS = {LOCAL_DIR_PREFIX: "open_clip_config.json", TRANSFORMERS_
 def check_training_precision(name: str, train: dict, numerics: str) -> None:
     """Half precision on the CPU computes with kernels the portable profile does not pin."""
     precision = train.get("precision", "fp32")
-    if numerics == "portable" and precision != "fp32" and train.get("device", "cpu") == "cpu":
+    if not pins_training(numerics, precision, train.get("device", "cpu")):
         raise ConfigError(
             f"{location(('models', name, 'train', 'precision'))}: {precision} on the CPU is outside numerics:"
             " portable, whose training is the same bits on every CPU: train in fp32, on a GPU (device: cuda), or"
