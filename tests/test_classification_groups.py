@@ -213,3 +213,21 @@ def test_an_export_whose_groups_are_not_named_is_imported_with_a_note(tmp_path):
         " group\n"
     )
     assert "groups" not in (tmp_path / "d/labels.jsonl").read_text()
+
+
+def test_groups_csv_lists_every_group_and_marks_each_fields_worst(tmp_path):
+    from clipeval.reporting.summary import summarize
+
+    by_group = {"income_ds": {"0": {"images": 3, "top1": 50.0, "top5": 90.0}, "1": {"images": 2, "top1": 40.0,
+                "top5": 95.0}}}  # fmt: skip
+    worst = {"income_ds": {"top1": 40.0, "top1_group": "1", "top5": 90.0, "top5_group": "0"}}
+    scores = {"task": "classification", "top1": 46.0, "top5": 92.0, "mean_per_class_recall": 45.0}
+    scores |= {"counts": {"images": 5, "classes": 6}, "by_group": by_group, "worst_group": worst}
+    (tmp_path / "street.json").write_text(json.dumps(scores))
+    outputs = {name: tmp_path / f"{name}.out" for name in ("csv", "markdown", "averages", "comparisons", "series")}
+    summarize([("tiny", "streets", tmp_path / "street.json")], [], {**outputs, "groups": tmp_path / "groups.csv"})
+    assert (tmp_path / "groups.csv").read_text().splitlines() == [
+        "model,dataset,field,group,images,top1,top5,worst_top1,worst_top5",
+        "tiny,streets,income_ds,0,3,50.0,90.0,no,yes",
+        "tiny,streets,income_ds,1,2,40.0,95.0,yes,no",
+    ]

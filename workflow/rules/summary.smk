@@ -15,6 +15,7 @@ rule summary:
         averages=PLAN.experiment_artifact("averages"),
         comparisons=PLAN.experiment_artifact("comparison_table"),
         series=PLAN.experiment_artifact("series_table"),
+        groups=PLAN.experiment_artifact("group_table"),
     log:
         f"logs/summary/{PLAN.experiment_name()}.log",
     conda:
@@ -25,4 +26,4 @@ rule summary:
     shell:
         "python -m clipeval summarize --arguments-file {params.arguments:q} --csv {output.csv:q} --markdown {output.markdown:q}"
         " --averages {output.averages:q} --comparisons {output.comparisons:q} --series {output.series:q}"
-        " > {log:q} 2>&1"
+        " --groups {output.groups:q} > {log:q} 2>&1"

@@ -19,6 +19,7 @@ def add_arguments(parser):
         help="a checkpoint series' model and its step, once per member",
     )
     parser.add_argument("--series", type=Path, required=True, help="the series' table (CSV), by step")
+    parser.add_argument("--groups", type=Path, help="each group's top-1 and top-5 of the sets scored by group (CSV)")
     parser.add_argument("--suite", type=Path, action="append", help="a score-suite output")
     parser.add_argument(
         "--tokenization",
@@ -35,6 +36,8 @@ def run(args):
 
     outputs = {"csv": args.csv, "markdown": args.markdown, "averages": args.averages, "comparisons": args.comparisons}
     outputs["series"] = args.series
+    if args.groups:
+        outputs["groups"] = args.groups
     series = {}
     for name, step, model in args.series_member or []:
         if not step.isdigit():

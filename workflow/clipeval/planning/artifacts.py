@@ -57,6 +57,7 @@ EXPERIMENT_OUTPUTS = {
     "averages": "averages.csv",
     "comparison_table": "comparisons.csv",
     "series_table": "series.csv",
+    "group_table": "groups.csv",
     # The report's files (report.smk); each figure's numbers in the CSV or JSON beside it.
     "results_page": "report/results.html",
     "provenance_page": "report/provenance.html",

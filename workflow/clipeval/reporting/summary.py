@@ -97,6 +97,27 @@ def worst_group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
     ]
 
 
+GROUP_COLUMNS = ["model", "dataset", "field", "group", "images", "top1", "top5", "worst_top1", "worst_top5"]
+
+
+def by_group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
+    """A classification result's row per group of each group field (classification/groups.py): its images, top-1
+    and top-5, and whether it is the field's worst group by each."""
+    worst = metrics.get("worst_group", {})
+    return [
+        {
+            "model": model,
+            "dataset": dataset,
+            "field": field,
+            "group": group,
+            **values,
+            **{f"worst_{k}": "yes" if worst[field].get(f"{k}_group") == group else "no" for k in ("top1", "top5")},
+        }
+        for field, groups in metrics.get("by_group", {}).items()
+        for group, values in groups.items()
+    ]
+
+
 def shot_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
     """A linear probe's rows per number of shots: means over seeds, spreads and intervals."""
     return breakdown_rows(model, dataset, metrics, "shots", "shots") if metrics.get("task") == "probe" else []
@@ -429,6 +450,8 @@ def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths
     fits = [(model, dataset, read_json(path)) for model, dataset, path in tokenization]
     published = [row for result in results for row in published_rows(*result)]
     worst_groups = [row for result in results for row in worst_group_rows(*result)]
+    if "groups" in outputs:
+        _write(outputs["groups"], render_csv([row for r in results for row in by_group_rows(*r)], GROUP_COLUMNS))
     markdown = render_markdown(
         rows, averages, comparisons, by_step, groups, suites, shots, fits, published, worst_groups
     )
