@@ -55,7 +55,7 @@ def test_average_precision_is_scikit_learns_without_ties(seed):
     class_features /= np.linalg.norm(class_features, axis=1, keepdims=True)
     positives = rng.random((images, classes)) < 0.3
     positives[0, :] = True  # every class has an image
-    found = average_precisions(class_places(features, class_features), positives)
+    found = average_precisions(class_places(features, class_features, np.arange(images)), positives)
     logits = features @ class_features.T
     expected = [100.0 * average_precision_score(positives[:, c], logits[:, c]) for c in range(classes)]
     assert found == pytest.approx(expected, abs=1e-9)
@@ -66,8 +66,11 @@ def test_tied_images_are_placed_by_image_id_and_a_class_without_images_has_no_pr
     # sit at places 3 and 1, so AP = (1/1 + 2/3) / 2. Class 1 holds no image.
     features = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
     class_features = np.array([[0.0, 1.0], [1.0, 0.0]], dtype=np.float32)
-    places = class_places(features, class_features)
+    places = class_places(features, class_features, np.arange(3))
     assert places[:, 0].tolist() == [2, 3, 1] and places[:, 1].tolist() == [1, 2, 3]
+    # Ties go by image id, not by the rows' order: the same images listed the other way round.
+    backwards = class_places(features[::-1], class_features, np.arange(3)[::-1])
+    assert backwards[::-1].tolist() == places.tolist()
     positives = np.array([[False, False], [True, False], [True, False]])
     assert average_precisions(places, positives) == [pytest.approx(100 * (1 + 2 / 3) / 2), None]
 
@@ -124,7 +127,7 @@ def test_the_command_scores_mean_average_precision_over_the_classes_with_images(
     ]
 
 
-def test_two_models_are_compared_by_their_paired_map(tmp_path):
+def test_two_models_are_compared_by_their_paired_map(tmp_path, monkeypatch):
     _, out = prepared(tmp_path)
     first, first_record = scored(tmp_path, out, random_features(1), "first")
     second, second_record = scored(tmp_path, out, random_features(2), "second")
@@ -134,6 +137,16 @@ def test_two_models_are_compared_by_their_paired_map(tmp_path):
     assert compared["difference"]["top1"] is None
     low, high = compared["intervals"]["mean_average_precision"]
     assert low <= difference <= high
+    # The forest plot draws mAP alone, not empty panels for the single-label metrics.
+    from clipeval.reporting import figures, forest_plot
+
+    panels = []
+    new_figure = figures.new_figure
+    monkeypatch.setattr(
+        figures, "new_figure", lambda *shape, **options: panels.append(shape[3]) or new_figure(*shape, **options)
+    )
+    forest_plot.plot_forest("voc", [compared], "classification", tmp_path / "forest.png")
+    assert panels == [1]
     single = {**second_record, "multilabel": False, "labels": list(range(IMAGES)), "ranks": [1] * IMAGES}
     with pytest.raises(ClipevalError, match="^single.json: its images or labels differ"):
         compare_models(("first", "single"), first_record, single, "single.json")
@@ -199,3 +212,29 @@ def test_the_class_figure_of_a_multilabel_set_shows_average_precision(tmp_path):
     assert result.returncode == 0, result.stderr
     lines = (tmp_path / "classes.csv").read_text().splitlines()
     assert lines[0] == "model,class,average_precision,images" and len(lines) == 1 + CLASSES
+
+
+def test_a_multilabel_sets_map_is_averaged_apart_from_the_other_sets_top1():
+    from clipeval.reporting.summary import average_rows
+
+    rows = [
+        {"model": "m", "task": "classification", "top1": 60.0, "mean_average_precision": None},
+        {"model": "m", "task": "classification", "top1": 40.0},
+        {"model": "m", "task": "classification", "top1": None, "mean_average_precision": 75.0},
+    ]
+    assert [(row["metric"], row["datasets"], row["average"]) for row in average_rows(rows)] == [
+        ("top1", 2, 50.0),
+        ("mean_average_precision", 1, 75.0),
+    ]
+
+
+def test_a_record_scored_before_groups_were_kept_is_refused_beside_a_new_one():
+    from clipeval.comparison import check_pairable
+
+    new = {"task": "classification", "image_ids": [1], "labels": [0], "num_classes": 2, "groups": {"region": [3]}}
+    old = {key: value for key, value in new.items() if key != "groups"}
+    with pytest.raises(ClipevalError) as refused:
+        check_pairable(new, old, "old-ranks.json")
+    assert str(refused.value) == (
+        "old-ranks.json: one of the two records has no groups (scored before ranks records kept them): score it again"
+    )

@@ -166,3 +166,9 @@ def test_dollar_street_and_geode_are_compared_by_their_worst_groups():
     score = {"top1": 70.0, "worst_group": {"income_ds": {"top1": 30.0, "top5": 54.5, "top5_group": "0"}}}
     assert check.measured_value(score, "worst_group/income_ds/top5") == 54.5
     assert check.measured_value(score, "worst_group/region/top1") is None
+
+
+def test_voc2007_multilabel_is_compared_by_clip_benchmark_s_mean_average_precision():
+    shipped = index(read_values())
+    values = {(v.source, v.metric): v.value for v in shipped["ViT-B-32", "openai", "voc2007_multilabel"]}
+    assert values == pytest.approx({("clip_benchmark.csv", "mean_average_precision"): 76.01363658905029})

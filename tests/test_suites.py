@@ -154,3 +154,16 @@ def test_dollar_street_enters_by_its_worst_income_groups_top5_with_paired_interv
     other = {**records[1], "groups": {"income_ds": [0] * 300}}
     with pytest.raises(ClipevalError, match="^blurred.json: its images' groups differ from the first model's$"):
         compare_models(("sharp", "blurred"), records[0], other, "blurred.json")
+
+
+def test_the_suite_figure_shows_each_dataset_by_the_metric_its_average_takes(tmp_path):
+    from clipeval.reporting.suite_plot import suite_points
+
+    ranks, scores = two_models(tmp_path)
+    benchmarks = {"flickr": "flickr30k", "cifar": "vtab/pets"}
+    suite = score_suite("openclip", ["flickr", "cifar", "sugarcrepe"], ranks, benchmarks=benchmarks)
+    by_pair = {(model, dataset): scores[dataset][model] for dataset in scores for model in scores[dataset]}
+    for model in ("sharp", "blurred"):
+        points = [row for row in suite_points(suite, by_pair) if row[0] == model]
+        assert [row[2] for row in points[:3]] == ["mean_R@1", "mean_per_class_recall", "text_score"]
+        assert np.mean([row[3] for row in points[:3]]) == pytest.approx(points[3][3])

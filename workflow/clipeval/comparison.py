@@ -53,6 +53,11 @@ def check_pairable(first: dict, second: dict, second_path) -> None:
         _require_same(first, second, second_path, ("image_ids", "labels", "num_classes"), "images or labels")
         if bool(first.get("multilabel")) != bool(second.get("multilabel")):
             raise ClipevalError(f"{second_path}: one record is multi-label and the other not")
+        if ("groups" in first) != ("groups" in second):
+            raise ClipevalError(
+                f"{second_path}: one of the two records has no groups (scored before ranks records kept them):"
+                " score it again"
+            )
         if first.get("groups") != second.get("groups"):
             raise ClipevalError(f"{second_path}: its images' groups differ from the first model's")
 

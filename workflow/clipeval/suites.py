@@ -57,10 +57,11 @@ def suite_statistic(metrics: list[str], statistics: list[list], models: list[str
     return statistic
 
 
-# Why a retrieval result lacks a metric a suite averages.
+# Why a result lacks a metric a suite averages.
 MISSING = {
     "mean_recall": " (mean recall needs R@1, R@5 and R@10 in metrics.recall_at)",
     MEAN_R1: " (it needs R@1 in metrics.recall_at)",
+    "top1": " (a multi-label set has mAP alone: the benchmark it names in published: is single-label)",
 }
 
 

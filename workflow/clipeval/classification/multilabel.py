@@ -18,8 +18,10 @@ SINGLE_LABEL_METRICS = (*(f"top{k}" for k in TOP_K), "mean_per_class_recall")
 
 
 def is_multilabel(path) -> bool:
-    """Whether labels.jsonl gives its images several labels (rows with `labels`, not `label`)."""
-    return any(MULTILABEL_KEY in row for _, _, row in read_keyed_jsonl(path, "image_id"))
+    """Whether labels.jsonl gives its images several labels (rows with `labels`, not `label`), by its first row:
+    the loader of either kind refuses a row of the other."""
+    first = next(iter(read_keyed_jsonl(path, "image_id")), None)
+    return first is not None and MULTILABEL_KEY in first[2]
 
 
 def load_multilabels(path, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,6 +42,8 @@ def load_multilabels(path, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
         rows.append(labels)
     if not ids:
         raise ClipevalError(f"{path}: no labels")
+    if not any(rows):
+        raise ClipevalError(f"{path}: no image holds any class: there is nothing to rank")
     positives = np.zeros((len(ids), num_classes), dtype=bool)
     for index, labels in enumerate(rows):
         positives[index, labels] = True
@@ -47,11 +51,12 @@ def load_multilabels(path, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ids, dtype=np.int64)[order], positives[order]
 
 
-def class_places(image_features: np.ndarray, class_features: np.ndarray) -> np.ndarray:
+def class_places(image_features: np.ndarray, class_features: np.ndarray, image_ids: np.ndarray) -> np.ndarray:
     """places[i, c]: image i's 1-based place when the images are ordered by their logit for class c, best first,
-    ties by image (row) order."""
+    ties by ascending image id (whatever the order of the rows)."""
     logits = LOGIT_SCALE * scored_in_batches(image_features, class_features)
-    order = np.argsort(-logits, axis=0, kind="stable")
+    ids = np.broadcast_to(np.asarray(image_ids)[:, None], logits.shape)
+    order = np.lexsort((ids, -logits), axis=0)
     places = np.empty_like(order)
     np.put_along_axis(places, order, np.arange(1, len(logits) + 1)[:, None], axis=0)
     return places
@@ -98,9 +103,7 @@ def multilabel_samples(record: dict) -> dict:
 def score_multilabel(image_ids, images, class_features, positives, classnames, bootstrap=0, seed=0):
     """(metrics, ranks record) for images already aligned with their positives; the record's `ranks` are each
     image's place for each class."""
-    if not positives.any():
-        raise ClipevalError("no image holds any class: there is nothing to rank")
-    places = class_places(images, class_features)
+    places = class_places(images, class_features, image_ids)
     precisions = average_precisions(places, positives)
     support = positives.sum(axis=0)
     empty = [name for name, count in zip(classnames, support) if not count]

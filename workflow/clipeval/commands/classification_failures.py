@@ -28,7 +28,9 @@ def run(args):
     gallery = classification_gallery(
         given.image_ids, given.images, given.classes, given.labels, args.failures, args.shown
     )
-    plot_confusion(f"{args.title}: confusion matrix", gallery.confusion, classnames, args.confusion_output)
+    # Each class's images: a multi-label image whose top-1 is another class it holds is in no row of the matrix.
+    support = given.labels.sum(axis=0) if given.labels.ndim == 2 else gallery.confusion.sum(axis=1)
+    plot_confusion(f"{args.title}: confusion matrix", gallery.confusion, classnames, args.confusion_output, support)
     figures.write_csv(
         figures.data_path(args.confusion_output),
         ["true \\ predicted", *classnames],
@@ -39,7 +41,7 @@ def run(args):
         gallery.pairs,
         gallery.examples,
         classnames,
-        gallery.confusion.sum(axis=1),
+        support,
         thumbnails,
         args.pairs_output,
     )

@@ -57,6 +57,7 @@ BENCHMARKS = {
     "vtab/flowers": _classification("Oxford Flowers-102", MEAN_PER_CLASS_RECALL, "vtab/flowers"),
     "vtab/pets": _classification("Oxford-IIIT Pet", MEAN_PER_CLASS_RECALL, "vtab/pets"),
     "voc2007": _classification("Pascal VOC 2007", TOP1, "voc2007"),
+    "voc2007_multilabel": _classification(None, TOP1, "voc2007_multilabel"),  # its mean average precision
     "vtab/pcam": _classification("PatchCamelyon", TOP1, "vtab/pcam"),
     "renderedsst2": _classification("Rendered SST2", TOP1, "renderedsst2"),
     "vtab/resisc45": _classification("RESISC45", TOP1, "vtab/resisc45"),

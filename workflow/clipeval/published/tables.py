@@ -23,6 +23,7 @@ CLIP_BENCHMARK_METRICS = {
     "acc1": "top1",
     "acc5": "top5",
     "mean_per_class_recall": "mean_per_class_recall",
+    "mean_average_precision": "mean_average_precision",
     "image_retrieval_recall@5": "t2i_R@5",
     "text_retrieval_recall@5": "i2t_R@5",
 }

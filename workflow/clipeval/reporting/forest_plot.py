@@ -11,7 +11,12 @@ def plot_forest(dataset: str, comparisons: list[dict], task: str, path) -> None:
     """Each pair's difference (first − second) per headline metric, with its paired 95% interval."""
     by_pair = [{row["metric"]: row for row in comparison_rows(c, dataset)} for c in comparisons]
     shown = compared_metrics(task, row_recall_ks([row for rows in by_pair for row in rows.values()]), with_rsum=False)
-    metrics = [(metric.column, metric.label) for metric in shown if metric.column in by_pair[0]]
+    # A metric no pair has a difference of (a multi-label set's top-1) gets no empty panel.
+    metrics = [
+        (metric.column, metric.label)
+        for metric in shown
+        if metric.column in by_pair[0] and any(rows[metric.column]["difference"] is not None for rows in by_pair)
+    ]
     pairs = [f"{c['models'][0]} − {c['models'][1]}" for c in comparisons]
     figure, axes = figures.new_figure(4 * len(metrics), 1.4 + 0.5 * len(pairs), 1, len(metrics), sharey=True)
     rows = []

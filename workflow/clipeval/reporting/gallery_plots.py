@@ -118,11 +118,12 @@ def plot_image_to_text(
     sheet.save(path)
 
 
-def plot_confusion(title: str, confusion: np.ndarray, classnames: list[str], path) -> None:
-    """The confusion matrix as a heat map of each true class's share, counts written in small matrices."""
+def plot_confusion(title: str, confusion: np.ndarray, classnames: list[str], path, support=None) -> None:
+    """The confusion matrix as a heat map of each true class's share, counts written in small matrices. support:
+    each class's images, where they are not its row's sum (a multi-label set's: classification/multilabel.py)."""
     classes = len(classnames)
-    support = confusion.sum(axis=1, keepdims=True)
-    shares = 100.0 * confusion / np.maximum(support, 1)
+    support = confusion.sum(axis=1) if support is None else np.asarray(support)
+    shares = 100.0 * confusion / np.maximum(support[:, None], 1)
     side = min(max(4.5, 0.45 * classes + 2), 30)
     figure, axes = figures.new_figure(side + 1.5, side)
     axis = axes[0][0]

@@ -1,5 +1,6 @@
-"""The report's figure of a suite: each dataset's main metric per model, with its 95% interval, and the
-suite's average at the right (for Crossmodal-3600's languages, a figure per language).
+"""The report's figure of a suite: each dataset's metric in the suite's average (its main metric, or its
+benchmark's: suites.py) per model, with its 95% interval, and the suite's average at the right (for
+Crossmodal-3600's languages, a figure per language).
 
 Each model keeps its colour (its place in the suite's model order); the
 values come from the score files, the average and its interval from the
@@ -8,7 +9,9 @@ suite's own file, so the figure shows what the summary lists.
 
 import numpy as np
 
-from clipeval.metric_catalog import METRIC_LABEL, main_metric
+from clipeval.metric_catalog import METRIC_LABEL
+from clipeval.published.benchmarks import MEAN_R1
+from clipeval.published.check import LABELS, measured_value
 from clipeval.reporting import figures
 
 
@@ -17,10 +20,10 @@ def suite_points(suite: dict, scores: dict[tuple[str, str], dict]) -> list[list]
     rows = []
     for model in suite["models"]:
         for dataset in suite["datasets"]:
-            metrics = scores[model, dataset]
-            metric = main_metric(metrics["task"], metrics)
-            interval = (metrics.get("intervals") or {}).get(metric)
-            rows.append([model, dataset, metric, metrics.get(metric), *(interval or (None, None))])
+            metrics, metric = scores[model, dataset], suite["metrics"][dataset]
+            # A mean of two directions' R@1 has no interval of its own in the score file.
+            interval = None if metric == MEAN_R1 else measured_value(metrics.get("intervals") or {}, metric)
+            rows.append([model, dataset, metric, measured_value(metrics, metric), *(interval or (None, None))])
         interval = (suite.get("intervals") or {}).get("averages", {}).get(model)
         rows.append([model, "average", "mean of the above", suite["averages"][model], *(interval or (None, None))])
     return rows
@@ -43,7 +46,7 @@ def plot_suite(suite: dict, scores: dict[tuple[str, str], dict], path) -> None:
             axis.errorbar(position, value, yerr=errors, fmt="o", color=colours[model], capsize=3, markersize=6)
         axis.plot([], [], "o", color=colours[model], label=model)
     axis.axvline(len(columns) - 1.5, color="#999999", linewidth=1)
-    tasks = {METRIC_LABEL[main_metric(scores[models[0], d]["task"], scores[models[0], d])] for d in suite["datasets"]}
+    tasks = {METRIC_LABEL.get(metric, LABELS.get(metric, metric)) for metric in suite["metrics"].values()}
     axis.set_xticks(np.arange(len(columns)), labels=columns, rotation=30, ha="right")
     axis.set_ylabel(f"{' / '.join(sorted(tasks))} (%)")
     axis.legend(loc="best", title="model")

@@ -185,20 +185,21 @@ def markdown_table(rows: list[dict], columns: list[str]) -> list[str]:
 
 
 def average_rows(rows: list[dict]) -> list[dict]:
-    """Per model and task, the unweighted mean of the task's main metric over its datasets."""
+    """Per model, task and main metric (a multi-label set's mAP apart from the other sets' top-1), the
+    unweighted mean of the metric over the datasets."""
     groups = {}
     for row in rows:
         metric = main_metric(row["task"], row)
-        groups.setdefault((row["model"], row["task"]), []).append((metric, row.get(metric)))
+        groups.setdefault((row["model"], row["task"], metric), []).append(row.get(metric))
     return [
         {
             "model": model,
             "task": task,
-            "metric": ", ".join(dict.fromkeys(metric for metric, _ in found)),
-            "datasets": len(found),
-            "average": None if any(value is None for _, value in found) else sum(v for _, v in found) / len(found),
+            "metric": metric,
+            "datasets": len(values),
+            "average": sum(values) / len(values) if None not in values else None,
         }
-        for (model, task), found in groups.items()
+        for (model, task, metric), values in groups.items()
     ]
 
 
@@ -334,9 +335,10 @@ def suite_rows(suite: dict) -> tuple[list[dict], list[dict]]:
 
 def suites_markdown(suites: list[dict], published=()) -> list[str]:
     lines = ["", "## Suites", "", "Each model's unweighted mean over a suite's datasets of each task's main metric"]
-    lines += ["(mean recall, top-1, text score), or of the metric open_clip's results table reports for the"]
-    lines += ["benchmark a dataset names; paired differences from the same resampled queries. `published`: the"]
-    lines += ["mean of that table's values for the model over the same datasets, where it has them all.", ""]
+    lines += ["(mean recall, top-1, mAP for a multi-label set, text score), or of the metric open_clip's results"]
+    lines += ["table reports for the benchmark a dataset names; paired differences from the same resampled"]
+    lines += ["queries. `published`: the mean of that table's values for the model over the same datasets, where it"]
+    lines += ["has them all.", ""]
     for suite in suites:
         metrics = ", ".join(f"{dataset} ({metric})" for dataset, metric in suite["metrics"].items())
         averages, differences = suite_rows(suite)
@@ -379,7 +381,7 @@ def render_markdown(
     if worst_groups:
         lines += ["", "### Classification by group", "", "Each group field's worst group: the least top-1 and top-5"]
         lines += ["over its groups with images (DataComp's worst-group accuracy), and which group it is; every group's"]
-        lines += ["numbers are in the score file.", ""]
+        lines += ["numbers are in the score file and groups.csv.", ""]
         columns = ["model", "dataset", "field", "groups", "top1", "top1_group", "top5", "top5_group"]
         lines += markdown_table(list(worst_groups), columns)
     if shots:
