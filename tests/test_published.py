@@ -172,3 +172,19 @@ def test_voc2007_multilabel_is_compared_by_clip_benchmark_s_mean_average_precisi
     shipped = index(read_values())
     values = {(v.source, v.metric): v.value for v in shipped["ViT-B-32", "openai", "voc2007_multilabel"]}
     assert values == pytest.approx({("clip_benchmark.csv", "mean_average_precision"): 76.01363658905029})
+
+
+def test_the_report_shows_a_suites_published_average_beside_the_measured_one(monkeypatch, tmp_path):
+    main_table = index([PublishedValue("clipeval-tiny", "tiny-tag", "flickr30k", MEAN_R1, 46.5, OPENCLIP_RESULTS)])
+    monkeypatch.setattr(check, "shipped_index", lambda: main_table)
+    scored = {**score(), "protocol": "full", "ranking_at": [], "rsum": 0.0, "mean_recall": 0.0}
+    scored["counts"] = {"images": 10, "texts": 50}
+    for direction in ("t2i", "i2t"):
+        scored[direction].update(mean_recall=50.0, mean_rank=3.0, median_rank=2.0)
+    (tmp_path / "retrieval.json").write_text(json.dumps(scored))
+    suite = {"suite": "openclip", "datasets": ["shapes-test"], "metrics": {"shapes-test": MEAN_R1}}
+    suite |= {"models": ["tiny"], "averages": {"tiny": 45.0}, "differences": {}}
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    page = results_page("default", [("tiny", "shapes-test", tmp_path / "retrieval.json")], [tmp_path / "suite.json"])
+    table = page[page.index("Suite openclip") :]
+    assert "<th id=" in table and ">published</th>" in table and ">46.5" in table

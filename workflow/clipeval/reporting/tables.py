@@ -22,7 +22,7 @@ from clipeval.metric_catalog import (
     recall_key,
     retrieval_metrics,
 )
-from clipeval.published.check import difference_text, published_rows, tolerance_note
+from clipeval.published.check import difference_text, published_average, published_rows, tolerance_note
 from clipeval.reporting.summary import (
     average_rows,
     group_rows,
@@ -180,15 +180,21 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]], suite_pat
     sections.append(
         plain_table("averages", averages, "Average over datasets (each task's headline metric)", ["model", "task"])
     )
+    published_values = [row for result in results for row in published_rows(*result)]
     for index, path in enumerate(suite_paths):
         suite = read_json(path)
         averages, differences = suite_rows(suite)
         caption = f"Suite {suite['suite']}: mean of " + ", ".join(f"{d} ({m})" for d, m in suite["metrics"].items())
-        sections.append(plain_table(f"suite-{index}", [_suite_cells(row) for row in averages], caption, ["model"]))
+        cells = [_suite_cells(row) for row in averages]
+        # Beside each average, the published one over the same datasets where the table has them all.
+        known = {row["model"]: published_average(row["model"], suite["metrics"], published_values) for row in averages}
+        if any(value is not None for value in known.values()):
+            cells = [{**cell, "published": known[cell["model"]]} for cell in cells]
+        sections.append(plain_table(f"suite-{index}", cells, caption, ["model"]))
         if differences:
             rows = [_suite_cells(row) for row in differences]
             sections.append(plain_table(f"suite-{index}-pairs", rows, "paired differences", ["first − second"]))
-    published = [_published_cells(row) for result in results for row in published_rows(*result)]
+    published = [_published_cells(row) for row in published_values]
     if published:
         caption = "Published numbers beside the measured ones (⚠: beyond the tolerance)"
         sections.append(plain_table("published", published, caption, ["model", "dataset", "benchmark"]))
