@@ -214,6 +214,7 @@ def test_a_killed_runs_folder_is_removed_by_the_next_run(tmp_path):
         os.rmdir(alive)
 
 
+@pytest.mark.slow  # a new interpreter imports everything a torch server preloads
 def test_a_torch_servers_imports_leave_cuda_unstarted_for_its_forks():
     """CUDA does not survive a fork: no module a torch server loads may start it, or count the GPUs through the
     CUDA runtime (which starts the driver), as it loads."""

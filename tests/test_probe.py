@@ -66,6 +66,7 @@ print(hashlib.sha256(fitted.weights.tobytes() + fitted.bias.tobytes()).hexdigest
     ],
     ids=["threads", "cpu vendors"],
 )
+@pytest.mark.slow  # a probe fitted in new interpreters, one per setting
 def test_a_fit_has_the_same_bits_under_one_and_two_blas_threads_and_on_either_vendor(settings):
     digests = set()
     for threads, kernels in settings:

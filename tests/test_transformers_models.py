@@ -168,6 +168,7 @@ AUTO_MAPS = {
 }
 
 
+@pytest.mark.slow  # every loader in a new interpreter, torch and transformers imported each time
 def test_no_answer_runs_code_from_a_model_folder(tmp_path, shapes_dataset):
     """transformers asks on standard input whether to run a folder's own code (auto_map) where it cannot tell
     otherwise; clipeval never lets it ask, so a `y` piped in, as a careless script might, runs nothing."""

@@ -20,6 +20,7 @@ numerics.pin("native", 1)
 """
 
 
+@pytest.mark.slow  # a new interpreter imports torch each time
 @pytest.mark.parametrize("given, seen", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
 def test_pin_makes_openmp_threads_sleep_unless_the_caller_sets_a_policy(given, seen):
     env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
