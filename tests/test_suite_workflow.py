@@ -1,0 +1,103 @@
+"""A suite like open_clip's 38-dataset table through the real Snakemake, on tiny exports in CLIP_benchmark's and
+DataComp's layouts: each dataset enters the average by the metric its benchmark is published with (mean
+per-class recall for Oxford-IIIT Pet, mAP for VOC2007 multi-label, the worst income group's top-5 for Dollar
+Street, the mean R@1 of both directions for Flickr), each value as the score files have it, VOC's mAP as
+scikit-learn computes it from the extracted features, and each group's accuracy in groups.csv."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import yaml
+from sklearn.metrics import average_precision_score
+from snakemake_runner import copy_workflow, recorded_folders, run_jobs
+from sources import write_wds_export
+from test_series_workflow import write_checkpoint
+
+pytestmark = [pytest.mark.workflow, pytest.mark.minutes(2)]
+
+SUITE = {"pets": "vtab/pets", "voc": "voc2007_multilabel", "street": "fairness/dollar_street", "flickr": "flickr30k"}
+CONFIG = {
+    "experiment": "openclip-like",
+    "datasets": {
+        "pets": {"format": "wds_classification", "task": "classification", "export": "sources/pets"},
+        "voc": {"format": "wds_classification", "task": "classification", "export": "sources/voc"},
+        "street": {
+            "format": "wds_classification",
+            "task": "classification",
+            "export": "sources/street",
+            "groups": ["income_ds", "region"],
+        },
+        "flickr": {"format": "wds_retrieval", "task": "retrieval", "export": "sources/flickr"},
+    },
+    "models": {"tiny": {"arch": "clipeval-tiny", "pretrained": "weights/tiny.pt"}},
+    "extract": {"batch_size": 32, "num_workers": 0, "device": "cpu"},
+    "metrics": {"bootstrap": 50},
+    "suites": {"openclip": list(SUITE)},
+}
+for name, benchmark in SUITE.items():
+    CONFIG["datasets"][name]["published"] = benchmark
+
+
+def held(index):
+    return sorted({index % 4, (3 * index + 1) % 6})
+
+
+def features(path, key):
+    rows = [json.loads(line) for line in open(path)]
+    return np.array([row[key] for row in rows]), np.array([row["feature"] for row in rows], dtype=np.float64)
+
+
+def test_a_suite_averages_each_dataset_by_its_published_benchmarks_metric(tmp_path):
+    workdir = copy_workflow(tmp_path / "workflow")
+    write_wds_export(workdir / "sources/pets", kind="classification", num_images=12, seed=31)
+    write_wds_export(workdir / "sources/voc", kind="multilabel", num_images=12, seed=32, groups=held)
+    write_wds_export(
+        workdir / "sources/street", kind="classification", num_images=12, seed=33, groups=lambda i: [i % 3, i % 2]
+    )
+    write_wds_export(workdir / "sources/flickr", kind="retrieval", num_images=12, seed=34)
+    write_checkpoint(workdir / "weights/tiny.pt", 5)
+    (workdir / "config/config.yaml").write_text(yaml.safe_dump(CONFIG, sort_keys=False))
+    jobs = run_jobs(workdir)
+    assert jobs["score_classification"] == 3 and jobs["score_retrieval"] == 1 and jobs["score_suite"] == 1
+
+    experiment = workdir / "results/experiments/openclip-like"
+    task = {name: CONFIG["datasets"][name]["task"] for name in SUITE}
+    scores = {name: json.loads((experiment / f"scores/tiny/{name}/{task[name]}.json").read_text()) for name in SUITE}
+    flickr = scores["flickr"]
+    expected = {
+        "pets": ("mean_per_class_recall", scores["pets"]["mean_per_class_recall"]),
+        "voc": ("mean_average_precision", scores["voc"]["mean_average_precision"]),
+        "street": ("worst_group/income_ds/top5", scores["street"]["worst_group"]["income_ds"]["top5"]),
+        "flickr": ("mean_R@1", (flickr["t2i"]["R@1"] + flickr["i2t"]["R@1"]) / 2),
+    }
+    suite = json.loads((experiment / "suites/openclip.json").read_text())
+    assert suite["metrics"] == {name: metric for name, (metric, _) in expected.items()}
+    assert suite["averages"]["tiny"] == pytest.approx(np.mean([value for _, value in expected.values()]))
+
+    # VOC's mAP from the features the run extracted, by scikit-learn.
+    folders = recorded_folders(workdir, "openclip-like")
+    extracted = workdir / folders["features"]["tiny on voc"]
+    image_ids, images = features(extracted / "images.jsonl", "image_id")
+    _, classes = features(extracted / "classes.jsonl", "class_id")
+    positives = np.zeros((len(image_ids), len(classes)), dtype=bool)
+    for row, image_id in enumerate(image_ids):
+        positives[row, held(int(image_id))] = True
+    logits = images @ classes.T
+    by_sklearn = [
+        average_precision_score(positives[:, c], logits[:, c]) for c in range(len(classes)) if positives[:, c].any()
+    ]
+    assert scores["voc"]["mean_average_precision"] == pytest.approx(100 * np.mean(by_sklearn))
+
+    with open(experiment / "groups.csv") as handle:
+        groups = list(csv.DictReader(handle))
+    assert {(row["dataset"], row["field"], row["group"]) for row in groups} == {
+        ("street", "income_ds", "0"), ("street", "income_ds", "1"), ("street", "income_ds", "2"),
+        ("street", "region", "0"), ("street", "region", "1"),
+    }  # fmt: skip
+    summary = (experiment / "summary.md").read_text()
+    line = next(line for line in summary.splitlines() if line.startswith("**openclip**: "))
+    assert sorted(line.removeprefix("**openclip**: ").split(", ")) == sorted(
+        f"{name} ({metric})" for name, (metric, _) in expected.items()
+    )
