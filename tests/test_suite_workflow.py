@@ -15,6 +15,8 @@ from snakemake_runner import copy_workflow, recorded_folders, run_jobs
 from sources import write_wds_export
 from test_series_workflow import write_checkpoint
 
+from clipeval.features.feature_files import read_features
+
 pytestmark = [pytest.mark.workflow, pytest.mark.minutes(2)]
 
 SUITE = {"pets": "vtab/pets", "voc": "voc2007_multilabel", "street": "fairness/dollar_street", "flickr": "flickr30k"}
@@ -42,11 +44,6 @@ for name, benchmark in SUITE.items():
 
 def held(index):
     return sorted({index % 4, (3 * index + 1) % 6})
-
-
-def features(path, key):
-    rows = [json.loads(line) for line in open(path)]
-    return np.array([row[key] for row in rows]), np.array([row["feature"] for row in rows], dtype=np.float64)
 
 
 def test_a_suite_averages_each_dataset_by_its_published_benchmarks_metric(tmp_path):
@@ -79,12 +76,12 @@ def test_a_suite_averages_each_dataset_by_its_published_benchmarks_metric(tmp_pa
     # VOC's mAP from the features the run extracted, by scikit-learn.
     folders = recorded_folders(workdir, "openclip-like")
     extracted = workdir / folders["features"]["tiny on voc"]
-    image_ids, images = features(extracted / "images.jsonl", "image_id")
-    _, classes = features(extracted / "classes.jsonl", "class_id")
+    image_ids, images = read_features(extracted / "images.jsonl", "image_id")
+    _, classes = read_features(extracted / "classes.jsonl", "class_id")
     positives = np.zeros((len(image_ids), len(classes)), dtype=bool)
     for row, image_id in enumerate(image_ids):
         positives[row, held(int(image_id))] = True
-    logits = images @ classes.T
+    logits = images.astype(np.float64) @ classes.astype(np.float64).T
     by_sklearn = [
         average_precision_score(positives[:, c], logits[:, c]) for c in range(len(classes)) if positives[:, c].any()
     ]
