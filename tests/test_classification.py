@@ -10,6 +10,7 @@ from sklearn.metrics import (
     accuracy_score,
     balanced_accuracy_score,
     confusion_matrix,
+    f1_score,
     precision_recall_fscore_support,
     top_k_accuracy_score,
 )
@@ -82,6 +83,10 @@ def test_metrics_match_scikit_learn(data):
         assert per_class["support"] == support[i]
         assert per_class["recall"] == (pytest.approx(100 * recall[i]) if support[i] else None)
     assert metrics["confusion_matrix"] == confusion_matrix(labels, predicted, labels=range(num_classes)).tolist()
+    # WILDS's F1-macro (iWildCam's main metric): over the classes that have images.
+    assert metrics["macro_f1"] == pytest.approx(
+        100 * f1_score(labels, predicted, average="macro", labels=np.unique(labels), zero_division=0)
+    )
 
 
 @pytest.mark.parametrize("num_classes", [2, 4, 5])
@@ -189,7 +194,7 @@ def test_classification_intervals_and_paired_comparison():
     first, first_ranks = score_classification(image_ids, sharp, classes, labels, names, 300, 0)
     second, second_ranks = score_classification(image_ids, blurred, classes, labels, names, 300, 0)
     for metrics in (first, second):
-        for name in ("top1", "top5", "mean_per_class_recall"):
+        for name in ("top1", "top5", "mean_per_class_recall", "macro_f1"):
             low, high = metrics["intervals"][name]
             assert low <= metrics[name] <= high
     assert first_ranks["ranks"].count(1) == round(first["top1"] * 4)
@@ -197,3 +202,25 @@ def test_classification_intervals_and_paired_comparison():
     assert comparison["difference"]["top1"] == pytest.approx(first["top1"] - second["top1"])
     low, high = comparison["intervals"]["top1"]
     assert 0 < low <= comparison["difference"]["top1"] <= high
+    assert comparison["values"]["blurred"]["macro_f1"] == pytest.approx(second["macro_f1"])
+    assert comparison["difference"]["macro_f1"] == pytest.approx(first["macro_f1"] - second["macro_f1"])
+    low, high = comparison["intervals"]["macro_f1"]
+    assert 0 < low <= comparison["difference"]["macro_f1"] <= high
+
+
+def test_records_scored_before_they_kept_predictions_pair_without_macro_f1():
+    from clipeval.classification.metrics import score_classification
+    from clipeval.comparison import compare_models
+
+    rng = np.random.default_rng(1)
+    classes = rng.normal(size=(4, 8)).astype(np.float32)
+    labels = rng.integers(0, 4, size=50)
+    images = (classes[labels] + rng.normal(size=(50, 8))).astype(np.float32)
+    _, new = score_classification(np.arange(50), images, classes, labels, list("abcd"))
+    _, second = score_classification(np.arange(50), images[::-1].copy(), classes, labels, list("abcd"))
+    old = {key: value for key, value in second.items() if key != "predicted"}
+    both_new = compare_models(("a", "b"), new, second, "b.json")
+    assert set(both_new["difference"]) == {"top1", "top5", "mean_per_class_recall", "macro_f1"}
+    comparison = compare_models(("a", "b"), new, old, "b.json")
+    assert set(comparison["difference"]) == {"top1", "top5", "mean_per_class_recall"}
+    assert comparison["difference"]["top1"] == both_new["difference"]["top1"]

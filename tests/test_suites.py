@@ -156,6 +156,24 @@ def test_dollar_street_enters_by_its_worst_income_groups_top5_with_paired_interv
         compare_models(("sharp", "blurred"), records[0], other, "blurred.json")
 
 
+def test_iwildcam_enters_by_its_macro_f1_and_a_record_without_predictions_is_scored_again(tmp_path):
+    ranks, scores = two_models(tmp_path)
+    suite = score_suite("s", ["cifar"], ranks, replicates=50, benchmarks={"cifar": "wilds/iwildcam"})
+    assert suite["metrics"] == {"cifar": "macro_f1"}
+    for model in ("sharp", "blurred"):
+        assert suite["averages"][model] == pytest.approx(scores["cifar"][model]["macro_f1"])
+    path = ranks["cifar"]["blurred"]
+    older = {key: value for key, value in json.loads(path.read_text()).items() if key != "predicted"}
+    write_json(path, older)
+    ranks["cifar"] = {"blurred": path}
+    with pytest.raises(ClipevalError) as refused:
+        score_suite("s", ["cifar"], ranks, benchmarks={"cifar": "wilds/iwildcam"})
+    assert str(refused.value) == (
+        f"{path}: suite s averages macro_f1, which this classification result does not have (scored before ranks"
+        " records kept each image's predicted class: score it again)"
+    )
+
+
 def test_the_suite_figure_shows_each_dataset_by_the_metric_its_average_takes(tmp_path):
     from clipeval.reporting.suite_plot import suite_points
 

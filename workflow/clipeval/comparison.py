@@ -8,7 +8,12 @@ models' separate intervals suggest.
 
 import numpy as np
 
-from clipeval.classification.metrics import class_samples, classification_statistic, group_columns
+from clipeval.classification.metrics import (
+    class_samples,
+    classification_statistic,
+    group_columns,
+    predicted_column,
+)
 from clipeval.classification.multilabel import multilabel_samples, multilabel_statistic
 from clipeval.compositionality.metrics import compositionality_statistic, group_samples
 from clipeval.errors import ClipevalError
@@ -91,12 +96,20 @@ def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
         parts = [multilabel_samples(record)["images"][0] for record in records]
         rows = np.column_stack([parts[0], *(part[:, num_classes:] for part in parts[1:])])
         return {"images": [rows]}, [multilabel_statistic(num_classes, i) for i in models]
-    # (rank, label, groups …) of the first model, then each other model's rank after them.
-    own = class_samples(first)["images"][0]
-    rows = np.column_stack([own, *(record["ranks"] for record in records[1:])])
+    # (rank, label, groups …, predicted class) of the first model, then each other model's rank and predicted
+    # class after them; the macro F1 only where every record has its predicted classes.
+    with_predicted = all("predicted" in record for record in records)
+    own_record = first if with_predicted else {key: value for key, value in first.items() if key != "predicted"}
+    own = class_samples(own_record)["images"][0]
+    fields = ("ranks", "predicted") if with_predicted else ("ranks",)
+    rows = np.column_stack([own, *(record[field] for record in records[1:] for field in fields)])
     columns = group_columns(first)
-    ranks = [0, *range(own.shape[1], own.shape[1] + len(records) - 1)]
-    return {"images": [rows]}, [classification_statistic(num_classes, ranks[i], 1, columns) for i in models]
+    ranks = [0, *range(own.shape[1], rows.shape[1], len(fields))]
+    predicted = [predicted_column(first), *range(own.shape[1] + 1, rows.shape[1], len(fields))]
+    return {"images": [rows]}, [
+        classification_statistic(num_classes, ranks[i], 1, columns, predicted[i] if with_predicted else None)
+        for i in models
+    ]
 
 
 def paired_samples(first: dict, second: dict, second_path):

@@ -6,8 +6,9 @@ classification, mAP for a multi-label set, the text score for
 compositionality), or, where it names the benchmark it is (`published:`),
 through the metric open_clip's results table reports for that benchmark, as
 DataComp defines it (top-1, mean per-class recall, the mean R@1 of both
-directions), unweighted, as OpenCLIP and DataComp average over datasets. A bootstrap replicate resamples
-every dataset's queries (within its folds or groups) and recomputes every
+directions, a worst group's top-1 or top-5, iWildCam's macro F1),
+unweighted, as OpenCLIP and DataComp average over datasets. A bootstrap
+replicate resamples every dataset's queries (within its folds or groups) and recomputes every
 average from them, the same draw for every model, so the interval of a
 difference between two models' averages is paired.
 """
@@ -15,7 +16,7 @@ difference between two models' averages is paired.
 from clipeval.comparison import comparison_pairs, stacked_samples
 from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import main_metric
-from clipeval.published.benchmarks import MEAN_R1, benchmark_metric
+from clipeval.published.benchmarks import MACRO_F1, MEAN_R1, benchmark_metric
 from clipeval.published.check import measured_value
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
 from clipeval.storage.ranks_records import read_ranks_record
@@ -62,6 +63,7 @@ MISSING = {
     "mean_recall": " (mean recall needs R@1, R@5 and R@10 in metrics.recall_at)",
     MEAN_R1: " (it needs R@1 in metrics.recall_at)",
     "top1": " (a multi-label set has mAP alone: the benchmark it names in published: is single-label)",
+    MACRO_F1: " (scored before ranks records kept each image's predicted class: score it again)",
 }
 
 

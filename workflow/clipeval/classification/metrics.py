@@ -109,13 +109,29 @@ def headline_metrics(ranks: np.ndarray, labels: np.ndarray, num_classes: int) ->
     return metrics
 
 
-def classification_statistic(num_classes: int, rank_column=0, label_column=1, group_columns=None):
-    """samples {"images": [rows of (rank, label, each group field's group …)]} -> the headline metrics, and
-    each group field's worst group (classification/groups.py) where group_columns gives {field: column}."""
+def macro_f1(labels: np.ndarray, predicted: np.ndarray, num_classes: int) -> float:
+    """The mean F1 over the classes with images, in percent: WILDS's F1-macro (iWildCam's main metric in
+    DataComp), scikit-learn's f1_score(average="macro", labels=the classes present). A class's F1 is
+    2·hits / (its images + its predictions), 0 where it has no hit."""
+    support = np.bincount(labels, minlength=num_classes)
+    hits = np.bincount(labels, weights=(predicted == labels), minlength=num_classes)
+    predictions = np.bincount(predicted, minlength=num_classes)
+    present = support > 0
+    return float(100.0 * np.mean(2.0 * hits[present] / (support[present] + predictions[present])))
+
+
+def classification_statistic(
+    num_classes: int, rank_column=0, label_column=1, group_columns=None, predicted_column=None
+):
+    """samples {"images": [rows of (rank, label, each group field's group …, predicted class)]} -> the headline
+    metrics, each group field's worst group (classification/groups.py) where group_columns gives {field:
+    column}, and the macro F1 where predicted_column gives each image's top-1 class."""
 
     def statistic(samples):
         rows = samples["images"][0]
         numbers = headline_metrics(rows[:, rank_column], rows[:, label_column], num_classes)
+        if predicted_column is not None:
+            numbers["macro_f1"] = macro_f1(rows[:, label_column], rows[:, predicted_column], num_classes)
         if group_columns:
             groups = {field: rows[:, column] for field, column in group_columns.items()}
             numbers["worst_group"] = worst_group_values(rows[:, rank_column], groups, num_classes)
@@ -146,6 +162,7 @@ def classification_metrics(labels: np.ndarray, ranked: np.ndarray, classnames: l
     notes = [f"top{k} is undefined with {num_classes} classes" for k in TOP_K if headline[f"top{k}"] is None]
     return {
         **headline,
+        "macro_f1": macro_f1(labels, predicted, num_classes),
         "per_class": {
             name: {
                 "precision": float(100.0 * precision[i]),
@@ -173,14 +190,21 @@ def align_labels(feature_ids: np.ndarray, label_ids: np.ndarray, labels: np.ndar
 
 
 def class_samples(record: dict) -> dict:
-    """{"images": [rows of (rank, label, each group field's group …)]} from a ranks record."""
+    """{"images": [rows of (rank, label, each group field's group …, predicted class)]} from a ranks record; the
+    predicted class where the record has it (records scored before it was kept have not)."""
     groups = list((record.get("groups") or {}).values())
-    return {"images": [np.column_stack([record["ranks"], record["labels"], *groups]).astype(np.int64)]}
+    predicted = [record["predicted"]] if "predicted" in record else []
+    return {"images": [np.column_stack([record["ranks"], record["labels"], *groups, *predicted]).astype(np.int64)]}
 
 
 def group_columns(record: dict, first: int = 2) -> dict[str, int]:
     """{field: its column in class_samples' rows} of a record's groups."""
     return {field: first + index for index, field in enumerate(record.get("groups") or {})}
+
+
+def predicted_column(record: dict) -> int | None:
+    """The column of the predicted class in class_samples' rows, or None where the record has none."""
+    return 2 + len(record.get("groups") or {}) if "predicted" in record else None
 
 
 def score_classification(image_ids, images, class_features, labels, classnames, bootstrap=0, seed=0, groups=None):
@@ -194,12 +218,15 @@ def score_classification(image_ids, images, class_features, labels, classnames, 
         "image_ids": image_ids.tolist(),
         "labels": labels.tolist(),
         "ranks": true_class_ranks(ranked, labels).tolist(),
+        "predicted": ranked[:, 0].tolist(),
     }
     if groups is not None:
         metrics.update(group_metrics(np.array(record["ranks"]), groups, len(classnames)))
         record["groups"] = {field: values.tolist() for field, values in groups.items()}
     if bootstrap:
-        statistic = classification_statistic(len(classnames), group_columns=group_columns(record))
+        statistic = classification_statistic(
+            len(classnames), group_columns=group_columns(record), predicted_column=predicted_column(record)
+        )
         metrics["intervals"] = percentile_intervals(statistic, class_samples(record), bootstrap, seed)
     metrics["bootstrap"] = bootstrap_record(bootstrap, seed) if bootstrap else None
     return metrics, record

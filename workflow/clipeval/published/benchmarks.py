@@ -5,15 +5,15 @@ A dataset of a config says which one it is with `published: NAME`. The
 metric of open_clip's main table is DataComp's main metric for the task
 (DataComp's tasklist.yml): top-1 accuracy, mean per-class recall, or for
 retrieval the mean of both directions' R@1, for Dollar Street the worst
-income group's top-5 and for GeoDE the worst region's top-1 (a dataset's
-`groups:` must name income_ds or region). Columns whose metric clipeval does
-not compute (WinoGAViL's Jaccard score, iWildCam's macro F1, FMoW's worst
-region over its years) are not listed.
+income group's top-5, for GeoDE and FMoW the worst region's top-1 (a
+dataset's `groups:` must name income_ds or region) and for iWildCam the
+macro F1. WinoGAViL's column, a Jaccard score of choosing several images
+for a cue, is not listed: clipeval has no such task.
 """
 
 from dataclasses import dataclass
 
-TOP1, MEAN_PER_CLASS_RECALL, MEAN_R1 = "top1", "mean_per_class_recall", "mean_R@1"
+TOP1, MEAN_PER_CLASS_RECALL, MEAN_R1, MACRO_F1 = "top1", "mean_per_class_recall", "mean_R@1", "macro_f1"
 # DataComp's worst-group accuracies (classification/groups.py): a score file's worst_group → field → top-k.
 WORST_INCOME_TOP5, WORST_REGION_TOP1 = "worst_group/income_ds/top5", "worst_group/region/top1"
 
@@ -66,6 +66,8 @@ BENCHMARKS = {
     "sun397": _classification("SUN397", TOP1, "sun397"),
     "vtab/svhn": _classification("SVHN", TOP1, "vtab/svhn"),
     "wilds/camelyon17": _classification("Camelyon17", TOP1),
+    "wilds/iwildcam": _classification("iWildCam", MACRO_F1),
+    "wilds/fmow": _classification("FMoW", WORST_REGION_TOP1),
     "fairness/dollar_street": _classification("Dollar Street", WORST_INCOME_TOP5),
     "fairness/geode": _classification("GeoDE", WORST_REGION_TOP1),
     "fer2013": _classification(None, TOP1, "fer2013"),
