@@ -195,6 +195,37 @@ def write_sugarcrepe(directory, num_images=10, seed=15):
     return annotations, images
 
 
+def write_winogavil(directory, num_rows=8, num_images=14, seed=17):
+    """WinoGAViL's layout: winogavil_dataset.csv as its repository ships it (candidates and associations as JSON
+    lists of image names, the cue, the game's other columns, ID) and images/NAME.png. Rows take 5, 6, 10 and 12
+    candidates in turn; the cue is the first candidate's class name, and the associations are the candidates of
+    that class (at least one, never all). Returns (csv path, images folder)."""
+    import csv
+
+    images = directory / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    drawn = shapes(num_images, seed)
+    names = [f"item {index}" for index in range(num_images)]
+    for name, (_, raw, _, _) in zip(names, drawn):
+        (images / f"{name}.png").write_bytes(raw)
+    label = {name: drawn[index][3] for index, name in enumerate(names)}
+    path = directory / "winogavil_dataset.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["candidates", "cue", "associations", "score_fool_the_ai", "num_associations",
+                         "num_candidates", "solvers_jaccard_mean", "solvers_jaccard_std", "ID"])  # fmt: skip
+        for row in range(num_rows):
+            count = (5, 6, 10, 12)[row % 4]
+            candidates = [names[(row + k) % num_images] for k in range(count)]
+            cue = CLASSNAMES[label[candidates[0]]]
+            associations = [name for name in candidates if label[name] == label[candidates[0]]]
+            if len(associations) == count:
+                associations = associations[:-1]
+            writer.writerow([json.dumps(candidates), cue, json.dumps(associations), 50, len(associations), count,
+                             1.0, 0.0, 100 + row])  # fmt: skip
+    return path, images
+
+
 def write_winoground(directory, num_examples=6, seed=16):
     """Winoground's layout: examples.jsonl (id, caption_0/1, image_0/1 without suffix, tags) and images/."""
     images = directory / "images"

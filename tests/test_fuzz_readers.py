@@ -37,6 +37,7 @@ from sources import (
     write_parquet_shards,
     write_sugarcrepe,
     write_wds_export,
+    write_winogavil,
     write_winoground,
     write_xm3600,
 )
@@ -348,6 +349,10 @@ def build_winoground(root):
     write_winoground(root, num_examples=3)
 
 
+def build_winogavil(root):
+    write_winogavil(root, num_rows=4, num_images=12)
+
+
 def build_compositionality(root):
     examples = [
         {"example_id": 0, "group": "wino", "image_ids": [1, 2], "text_ids": [10, 11]},
@@ -538,6 +543,12 @@ CASES = {
         build_winoground,
         {"examples.jsonl": "jsonl", "images/ex_0_img_1.png": "binary"},
         ["prepare", "winoground", "--examples", "@examples.jsonl", "--images", "@images", "--out", "@out"],
+        ["out"],
+    ),
+    "WinoGAViL cues (prepare winogavil)": Case(
+        build_winogavil,
+        {"winogavil_dataset.csv": "text", "images/item 1.png": "binary"},
+        ["prepare", "winogavil", "--examples", "@winogavil_dataset.csv", "--images", "@images", "--out", "@out"],
         ["out"],
     ),
     "examples and features (score-compositionality)": Case(

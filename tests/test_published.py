@@ -178,6 +178,27 @@ def test_iwildcam_and_fmow_are_compared_by_macro_f1_and_the_worst_region():
     assert fmow == pytest.approx({"worst_group/region/top1": 16.76})
 
 
+def test_the_openclip_38_suite_averages_to_open_clip_s_own_38_dataset_average_for_every_model():
+    """config/examples/openclip-38.yaml's datasets, each by the metric its benchmark is published with: the mean of
+    their shipped values is the table's "Average perf. on 38 datasets" on all its rows, within its last digit (the
+    table rounds each value and the average to four digits of a fraction)."""
+    config = yaml.safe_load((REPO / "config/examples/openclip-38.yaml").read_text())
+    benchmarks = [config["datasets"][name]["published"] for name in config["suites"]["openclip"]]
+    assert len(set(benchmarks)) == 38
+    shipped = index(read_values())
+    with open(DATA / OPENCLIP_RESULTS, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        values = [
+            value.value
+            for benchmark in benchmarks
+            for value in shipped[row["name"], row["pretrained"], benchmark]
+            if value.source == OPENCLIP_RESULTS
+        ]
+        assert len(values) == 38, (row["name"], row["pretrained"])
+        assert sum(values) / 38 == pytest.approx(100 * float(row["Average perf. on 38 datasets"]), abs=0.01)
+
+
 def test_voc2007_multilabel_is_compared_by_clip_benchmark_s_mean_average_precision():
     shipped = index(read_values())
     values = {(v.source, v.metric): v.value for v in shipped["ViT-B-32", "openai", "voc2007_multilabel"]}

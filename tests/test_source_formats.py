@@ -38,6 +38,7 @@ def test_the_formats_are_the_modules_of_data_sources():
         "sugarcrepe",
         "wds_classification",
         "wds_retrieval",
+        "winogavil",
         "winoground",
         "xm3600",
     ]
@@ -52,6 +53,7 @@ def test_the_formats_are_the_modules_of_data_sources():
         "karpathy": CAPTIONS,
         "shapes": CAPTIONS + CLASSES,
         "sugarcrepe": CHOICES,
+        "winogavil": CHOICES,
         "winoground": CHOICES,
         "parquet_classification": CLASSES,
         "parquet_retrieval": CAPTIONS,

@@ -1,9 +1,10 @@
 """A suite like open_clip's 38-dataset table through the real Snakemake, on tiny exports in CLIP_benchmark's and
 DataComp's layouts: each dataset enters the average by the metric its benchmark is published with (mean
 per-class recall for Oxford-IIIT Pet, mAP for VOC2007 multi-label, the worst income group's top-5 for Dollar
-Street, the worst region's top-1 for FMoW, the macro F1 for iWildCam, the mean R@1 of both directions for
-Flickr), each value as the score files have it, VOC's mAP and iWildCam's macro F1 as scikit-learn computes them
-from the extracted features, and each group's accuracy in groups.csv."""
+Street, the worst region's top-1 for FMoW, the macro F1 for iWildCam, the Jaccard score of the cues with 10 or
+12 candidates for WinoGAViL, the mean R@1 of both directions for Flickr), each value as the score files have it,
+VOC's mAP, iWildCam's macro F1 and WinoGAViL's Jaccard score as scikit-learn computes them from the extracted
+features, and each group's accuracy in groups.csv."""
 
 import csv
 import json
@@ -11,9 +12,9 @@ import json
 import numpy as np
 import pytest
 import yaml
-from sklearn.metrics import average_precision_score, f1_score
+from sklearn.metrics import average_precision_score, f1_score, jaccard_score
 from snakemake_runner import copy_workflow, recorded_folders, run_jobs
-from sources import shapes, write_wds_export
+from sources import shapes, write_wds_export, write_winogavil
 from test_series_workflow import write_checkpoint
 
 from clipeval.features.feature_files import read_features
@@ -26,6 +27,7 @@ SUITE = {
     "street": "fairness/dollar_street",
     "fmow": "wilds/fmow",
     "wildcam": "wilds/iwildcam",
+    "winogavil": "misc/winogavil",
     "flickr": "flickr30k",
 }
 CONFIG = {
@@ -46,6 +48,12 @@ CONFIG = {
             "groups": ["region", "year", "y"],
         },
         "wildcam": {"format": "wds_classification", "task": "classification", "export": "sources/wildcam"},
+        "winogavil": {
+            "format": "winogavil",
+            "task": "compositionality",
+            "examples": "sources/winogavil/winogavil_dataset.csv",
+            "images": "sources/winogavil/images",
+        },
         "flickr": {"format": "wds_retrieval", "task": "retrieval", "export": "sources/flickr"},
     },
     "models": {"tiny": {"arch": "clipeval-tiny", "pretrained": "weights/tiny.pt"}},
@@ -80,10 +88,12 @@ def test_a_suite_averages_each_dataset_by_its_published_benchmarks_metric(tmp_pa
     )
     write_wds_export(workdir / "sources/wildcam", kind="classification", num_images=12, seed=36, groups=wilds_metadata)
     write_wds_export(workdir / "sources/flickr", kind="retrieval", num_images=12, seed=34)
+    write_winogavil(workdir / "sources/winogavil", num_rows=12)
     write_checkpoint(workdir / "weights/tiny.pt", 5)
     (workdir / "config/config.yaml").write_text(yaml.safe_dump(CONFIG, sort_keys=False))
     jobs = run_jobs(workdir)
     assert jobs["score_classification"] == 5 and jobs["score_retrieval"] == 1 and jobs["score_suite"] == 1
+    assert jobs["score_compositionality"] == 1
 
     experiment = workdir / "results/experiments/openclip-like"
     task = {name: CONFIG["datasets"][name]["task"] for name in SUITE}
@@ -95,6 +105,7 @@ def test_a_suite_averages_each_dataset_by_its_published_benchmarks_metric(tmp_pa
         "street": ("worst_group/income_ds/top5", scores["street"]["worst_group"]["income_ds"]["top5"]),
         "fmow": ("worst_group/region/top1", scores["fmow"]["worst_group"]["region"]["top1"]),
         "wildcam": ("macro_f1", scores["wildcam"]["macro_f1"]),
+        "winogavil": ("groups/10-12/jaccard_score", scores["winogavil"]["groups"]["10-12"]["jaccard_score"]),
         "flickr": ("mean_R@1", (flickr["t2i"]["R@1"] + flickr["i2t"]["R@1"]) / 2),
     }
     suite = json.loads((experiment / "suites/openclip.json").read_text())
@@ -123,6 +134,20 @@ def test_a_suite_averages_each_dataset_by_its_published_benchmarks_metric(tmp_pa
     labels = np.array([label for _, _, _, label in shapes(12, 36)])[image_ids]
     by_sklearn = f1_score(labels, predicted, average="macro", labels=np.unique(labels))
     assert scores["wildcam"]["macro_f1"] == pytest.approx(100 * by_sklearn)
+    # WinoGAViL's Jaccard score from the features: each cue's top candidates, as DataComp chooses them.
+    extracted = workdir / folders["features"]["tiny on winogavil"]
+    image_ids, images = read_features(extracted / "images.jsonl", "image_id")
+    text_ids, texts = read_features(extracted / "texts.jsonl", "text_id")
+    image_row = {int(i): row for row, i in enumerate(image_ids)}
+    text_row = {int(t): row for row, t in enumerate(text_ids)}
+    indices = []
+    for example in map(json.loads, (workdir / folders["datasets"]["winogavil"] / "examples.jsonl").open()):
+        cue = texts[text_row[example["text_ids"][0]]].astype(np.float64)
+        logits = [images[image_row[i]].astype(np.float64) @ cue for i in example["image_ids"]]
+        chosen = np.isin(np.arange(len(logits)), np.argsort(logits)[-len(example["associations"]) :])
+        if len(logits) >= 10:
+            indices.append(jaccard_score(np.isin(example["image_ids"], example["associations"]), chosen))
+    assert scores["winogavil"]["groups"]["10-12"]["jaccard_score"] == pytest.approx(100 * np.mean(indices))
     # FMoW's worst region, every region with images taken in.
     by_region = [scores["fmow"]["by_group"]["region"][str(region)]["top1"] for region in range(6)]
     assert scores["fmow"]["worst_group"]["region"]["top1"] == min(by_region)

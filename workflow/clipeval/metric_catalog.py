@@ -35,14 +35,22 @@ MAIN_METRIC_LABEL = {
 }
 # A multi-label set's (classification/multilabel.py), whose top-1 is undefined.
 MULTILABEL_METRIC = "mean_average_precision"
-METRIC_LABEL = {**{MAIN_METRIC[task]: label for task, label in MAIN_METRIC_LABEL.items()}, MULTILABEL_METRIC: "mAP"}
+# A set whose examples' captions choose several images (WinoGAViL's), which have no text score.
+ASSOCIATION_METRIC = "jaccard_score"
+METRIC_LABEL = {
+    **{MAIN_METRIC[task]: label for task, label in MAIN_METRIC_LABEL.items()},
+    MULTILABEL_METRIC: "mAP",
+    ASSOCIATION_METRIC: "Jaccard score",
+}
 
 
 def main_metric(task: str, values: dict) -> str:
-    """The headline metric of a result (a metrics file, a summary row or a statistic's numbers): its task's, or
-    mAP for a multi-label set."""
+    """The headline metric of a result (a metrics file, a summary row or a statistic's numbers): its task's, mAP
+    for a multi-label set, or the Jaccard score for a set of associations alone."""
     if task == "classification" and values.get(MULTILABEL_METRIC) is not None:
         return MULTILABEL_METRIC
+    if task == "compositionality" and values.get("text_score") is None and values.get(ASSOCIATION_METRIC) is not None:
+        return ASSOCIATION_METRIC
     return MAIN_METRIC[task]
 
 
@@ -106,6 +114,7 @@ COMPOSITIONALITY_METRICS = [
     Metric("image_score", "image score"),
     Metric("group_score", "group score"),
     Metric("macro_text_score", "macro text score"),
+    Metric("jaccard_score", "Jaccard score"),  # examples whose caption chooses several images (WinoGAViL's)
 ]
 # A linear probe's at its largest number of shots (probe/metrics.py): the mean over seeds, and its spread.
 PROBE_METRICS = [

@@ -31,7 +31,11 @@ def run(args):
     if record["task"] != "compositionality":
         raise ClipevalError(f"{args.ranks}: a {record['task']} ranks record, not a compositionality one")
     examples = {
-        e.example_id: {"image_ids": list(e.image_ids), "text_ids": list(e.text_ids)}
+        e.example_id: {
+            "image_ids": list(e.image_ids),
+            "text_ids": list(e.text_ids),
+            **({} if e.associations is None else {"associations": list(e.associations)}),
+        }
         for e in load_examples(args.examples)
     }
     unknown = [example_id for example_id in record["example_ids"] if example_id not in examples]

@@ -6,9 +6,9 @@ metric of open_clip's main table is DataComp's main metric for the task
 (DataComp's tasklist.yml): top-1 accuracy, mean per-class recall, or for
 retrieval the mean of both directions' R@1, for Dollar Street the worst
 income group's top-5, for GeoDE and FMoW the worst region's top-1 (a
-dataset's `groups:` must name income_ds or region) and for iWildCam the
-macro F1. WinoGAViL's column, a Jaccard score of choosing several images
-for a cue, is not listed: clipeval has no such task.
+dataset's `groups:` must name income_ds or region), for iWildCam the
+macro F1 and for WinoGAViL the Jaccard score of the examples with 10 or 12
+candidates (the group "10-12" of a `winogavil` dataset).
 """
 
 from dataclasses import dataclass
@@ -16,6 +16,8 @@ from dataclasses import dataclass
 TOP1, MEAN_PER_CLASS_RECALL, MEAN_R1, MACRO_F1 = "top1", "mean_per_class_recall", "mean_R@1", "macro_f1"
 # DataComp's worst-group accuracies (classification/groups.py): a score file's worst_group → field → top-k.
 WORST_INCOME_TOP5, WORST_REGION_TOP1 = "worst_group/income_ds/top5", "worst_group/region/top1"
+# DataComp's jaccard_score_10-12 (compositionality/metrics.py): a score file's groups → "10-12" → jaccard_score.
+JACCARD_10_12 = "groups/10-12/jaccard_score"
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ BENCHMARKS = {
     "vtab/dsprites_label_x_position": _classification(None, TOP1, "vtab/dsprites_label_x_position"),
     "vtab/smallnorb_label_azimuth": _classification(None, TOP1, "vtab/smallnorb_label_azimuth"),
     "vtab/smallnorb_label_elevation": _classification(None, TOP1, "vtab/smallnorb_label_elevation"),
+    "misc/winogavil": Benchmark("compositionality", "WinoGAViL", JACCARD_10_12),
     "flickr30k": Benchmark("retrieval", "Flickr", MEAN_R1, "Flickr", ("flickr30k",)),
     "mscoco_captions": Benchmark("retrieval", "MSCOCO", MEAN_R1, "MSCOCO", ("mscoco_captions",)),
     "flickr8k": Benchmark("retrieval", clip_benchmark_names=("flickr8k",)),
