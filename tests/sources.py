@@ -197,7 +197,8 @@ def write_sugarcrepe(directory, num_images=10, seed=15):
 
 def write_winogavil(directory, num_rows=8, num_images=14, seed=17):
     """WinoGAViL's layout: winogavil_dataset.csv as its repository ships it (candidates and associations as JSON
-    lists of image names, the cue, the game's other columns, ID) and images/NAME.png. Rows take 5, 6, 10 and 12
+    lists of image names, the cue, the game's other columns, ID) and images/NAME.jpg (JPEG, as its
+    download-images.py saves them). Rows take 5, 6, 10 and 12
     candidates in turn; the cue is the first candidate's class name, and the associations are the candidates of
     that class (at least one, never all). Returns (csv path, images folder)."""
     import csv
@@ -207,7 +208,7 @@ def write_winogavil(directory, num_rows=8, num_images=14, seed=17):
     drawn = shapes(num_images, seed)
     names = [f"item {index}" for index in range(num_images)]
     for name, (_, raw, _, _) in zip(names, drawn):
-        (images / f"{name}.png").write_bytes(raw)
+        Image.open(io.BytesIO(raw)).convert("RGB").save(images / f"{name}.jpg", format="JPEG", quality=95)
     label = {name: drawn[index][3] for index, name in enumerate(names)}
     path = directory / "winogavil_dataset.csv"
     with path.open("w", newline="") as handle:

@@ -208,9 +208,9 @@ def test_an_export_whose_groups_are_not_named_is_imported_with_a_note(tmp_path):
     result = run_cli("prepare", "wds_classification", "--export", root, "--out", tmp_path / "d")
     assert result.returncode == 0
     assert result.stderr == (
-        f"note: {root / 'test/0.tar'}: sample s0000000 (and maybe others) has a .npy, which DataComp's fairness"
-        " sets use for the groups a sample belongs to; it is not read: `groups:` names its columns to score by"
-        " group\n"
+        f"note: {root / 'test/0.tar'}: sample s0000000 (and maybe others) has a .npy, where DataComp's exports keep"
+        " a sample's groups (fairness sets) or metadata (WILDS); it is not read: `groups:` names its columns to"
+        " score by group\n"
     )
     assert "groups" not in (tmp_path / "d/labels.jsonl").read_text()
 

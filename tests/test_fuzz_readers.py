@@ -547,7 +547,7 @@ CASES = {
     ),
     "WinoGAViL cues (prepare winogavil)": Case(
         build_winogavil,
-        {"winogavil_dataset.csv": "text", "images/item 1.png": "binary"},
+        {"winogavil_dataset.csv": "text", "images/item 1.jpg": "binary"},
         ["prepare", "winogavil", "--examples", "@winogavil_dataset.csv", "--images", "@images", "--out", "@out"],
         ["out"],
     ),

@@ -159,6 +159,9 @@ def test_a_suite_averages_each_dataset_by_its_published_benchmarks_metric(tmp_pa
         ("street", "region", "0"), ("street", "region", "1"),
         *(("fmow", "region", str(region)) for region in range(6)), ("fmow", "year", "2016"), ("fmow", "y", "0"),
     }  # fmt: skip
+    with open(experiment / "summary.csv") as handle:
+        wildcam = next(row for row in csv.DictReader(handle) if row["dataset"] == "wildcam")
+    assert float(wildcam["macro_f1"]) == round(scores["wildcam"]["macro_f1"], 4)  # summary.csv rounds to 4 places
     summary = (experiment / "summary.md").read_text()
     line = next(line for line in summary.splitlines() if line.startswith("**openclip**: "))
     assert sorted(line.removeprefix("**openclip**: ").split(", ")) == sorted(

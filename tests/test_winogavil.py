@@ -15,6 +15,7 @@ from test_compositionality import score
 from clipeval.comparison import compare_models
 from clipeval.data.choices import Example, load_examples
 from clipeval.data.sources.winogavil import cue_caption
+from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import main_metric
 from clipeval.published.benchmarks import JACCARD_10_12
 from clipeval.published.check import measured_value
@@ -134,6 +135,57 @@ def test_open_clip_s_table_gives_winogavil_by_its_10_12_jaccard_score():
     assert values == pytest.approx({JACCARD_10_12: 41.25})  # 0.4125, read off the file by hand
 
 
+def test_only_a_winogavil_dataset_may_name_winogavil_s_published_numbers():
+    from test_planning import plan_of
+
+    from clipeval.planning.checks import check_references
+    from clipeval.planning.plan import ConfigError
+
+    def with_dataset(format_name, **settings):
+        entry = {"format": format_name, "task": "compositionality", "published": "misc/winogavil", **settings}
+        return lambda config: config["datasets"].update(cues=entry)
+
+    check_references(plan_of(with_dataset("winogavil", examples="w.csv", images="images")))
+    with pytest.raises(ConfigError) as refused:
+        check_references(plan_of(with_dataset("sugarcrepe", annotations="a", images="i")))
+    assert str(refused.value) == (
+        "datasets.cues.published: misc/winogavil is read by format winogavil, not sugarcrepe: its published numbers"
+        " would not be this dataset's"
+    )
+
+
+def test_a_suite_over_cues_without_10_or_12_candidates_says_what_it_needs(tmp_path):
+    from clipeval.storage.jsonl import write_json
+    from clipeval.suites import score_suite
+
+    examples, images, texts = random_cues(np.random.default_rng(2), 40, 1.0)
+    small = [example for example in examples if example.group == "5-6"]
+    _, record = score(small, images, texts)
+    write_json(tmp_path / "ranks.json", record)
+    with pytest.raises(ClipevalError) as refused:
+        score_suite("s", ["cues"], {"cues": {"m": tmp_path / "ranks.json"}}, benchmarks={"cues": "misc/winogavil"})
+    assert str(refused.value) == (
+        f"{tmp_path / 'ranks.json'}: suite s averages groups/10-12/jaccard_score, which this compositionality result"
+        " does not have (it needs cues with 10 or 12 candidates, as WinoGAViL's)"
+    )
+
+
+def test_the_gallery_shows_a_cue_s_chosen_and_associated_images():
+    from clipeval.reporting.choice_failures import failed_examples, failure_lines
+
+    images = {1: [1, 0], 2: [0, 1], 3: [1, 0], 4: [0, 1], 5: [1, 1]}
+    texts = {10: [1, 0], 11: [0, 1]}
+    examples = [
+        Example(0, "5-6", (1, 2, 3, 4, 5), (10,), associations=(1, 3)),  # chooses 1 and 3: right
+        Example(1, "5-6", (1, 2, 3, 4, 5), (11,), associations=(1, 2)),  # chooses 2 and 4: half wrong
+    ]
+    _, record = score(examples, images, texts)
+    assert failed_examples(record, 8) == [1]
+    example = {"image_ids": [1, 2, 3, 4, 5], "text_ids": [11], "associations": [1, 2]}
+    lines = failure_lines(example, record["choices"][1], {11: "A circle"})
+    assert [text for text, _ in lines] == ["caption 11: A circle", "chose images 2 4 (right: 1 2)"]
+
+
 def rewrite(path, change):
     with open(path, newline="") as handle:
         rows = list(csv.reader(handle))
@@ -168,7 +220,7 @@ def test_a_bad_row_is_one_line_naming_the_file_and_line(tmp_path, change, messag
 
 def test_a_missing_image_names_the_row_that_first_lists_it(tmp_path):
     path, images = write_winogavil(tmp_path / "winogavil")
-    (images / "item 3.png").unlink()
+    (images / "item 3.jpg").unlink()
     result = run_cli("prepare", "winogavil", "--examples", path, "--images", images, "--out", tmp_path / "out")
     assert result.returncode == 1
-    assert result.stderr.strip() == f"clipeval: error: {path}:2: image file {images / 'item 3.png'} not found"
+    assert result.stderr.strip() == f"clipeval: error: {path}:2: image file {images / 'item 3.jpg'} not found"

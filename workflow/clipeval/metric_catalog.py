@@ -61,6 +61,7 @@ class Metric:
     group: str = ""  # the report table's column group
     higher_is_better: bool = True
     compared: bool = True  # False: not a paired comparison's (a spread over seeds)
+    tabled: bool = True  # False: in summary.csv and the score files, not in the summary's and report's tables
 
 
 def recall_key(k: int) -> str:
@@ -105,6 +106,8 @@ CLASSIFICATION_METRICS = [
     Metric("top5", "top-5"),
     Metric("mean_per_class_recall", "mean per-class recall"),
     Metric("mean_average_precision", "mAP"),  # a multi-label set's only metric (classification/multilabel.py)
+    # iWildCam's main metric (WILDS's F1-macro): a suite or published: shows it where a benchmark is scored by it.
+    Metric("macro_f1", "macro F1", tabled=False),
 ]
 
 
@@ -143,7 +146,7 @@ def compared_metrics(task: str, ks=DEFAULT_RECALL_AT, with_rsum=True) -> list[Me
     times over, in the forest plot): each direction's smallest R@K and, where defined, Rsum and mean recall;
     every metric for the other tasks."""
     if task != "retrieval":
-        return [metric for metric in FIXED_METRICS[task] if metric.compared]
+        return [metric for metric in FIXED_METRICS[task] if metric.compared and metric.tabled]
     first = recall_key(min(ks))
     shown = [Metric(f"{d}_{first}", f"{group.replace(' ', '')} {first}") for d, group in DIRECTIONS.items()]
     if has_rsum(ks):

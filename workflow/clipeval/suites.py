@@ -16,7 +16,7 @@ difference between two models' averages is paired.
 from clipeval.comparison import comparison_pairs, stacked_samples
 from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import main_metric
-from clipeval.published.benchmarks import MACRO_F1, MEAN_R1, benchmark_metric
+from clipeval.published.benchmarks import JACCARD_10_12, MACRO_F1, MEAN_R1, benchmark_metric
 from clipeval.published.check import measured_value
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
 from clipeval.storage.ranks_records import read_ranks_record
@@ -64,6 +64,7 @@ MISSING = {
     MEAN_R1: " (it needs R@1 in metrics.recall_at)",
     "top1": " (a multi-label set has mAP alone: the benchmark it names in published: is single-label)",
     MACRO_F1: " (scored before ranks records kept each image's predicted class: score it again)",
+    JACCARD_10_12: " (it needs cues with 10 or 12 candidates, as WinoGAViL's)",
 }
 
 
@@ -85,8 +86,10 @@ def score_suite(
         numbers = model_statistics[0](samples)
         metrics.append(suite_metric(task, numbers, benchmarks.get(dataset)))
         if measured_value(numbers, metrics[-1]) is None:
+            older = [path for path, record in zip(paths, records) if "predicted" not in record]
+            blamed = older[0] if metrics[-1] == MACRO_F1 and older else paths[0]
             raise ClipevalError(
-                f"{paths[0]}: suite {name} averages {metrics[-1]}, which this {task} result does not have"
+                f"{blamed}: suite {name} averages {metrics[-1]}, which this {task} result does not have"
                 f"{MISSING.get(metrics[-1], '')}"
             )
         combined.update({f"{position}{SEPARATOR}{key}": value for key, value in samples.items()})

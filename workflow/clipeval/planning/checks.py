@@ -80,6 +80,12 @@ def check_references(plan: Plan) -> None:
                 f" benchmark, and this dataset's task is {entry['task']}: its published numbers would not be this"
                 " dataset's"
             )
+        formats = BENCHMARKS[published].formats if published else ()
+        if formats and entry["format"] not in formats:
+            raise ConfigError(
+                f"{location(('datasets', name, 'published'))}: {published} is read by format"
+                f" {' or '.join(formats)}, not {entry['format']}: its published numbers would not be this dataset's"
+            )
         metric = BENCHMARKS[published].openclip_metric if published else ""
         if metric.startswith("worst_group/") and metric.split("/")[1] not in (entry.get("groups") or []):
             raise ConfigError(

@@ -27,6 +27,7 @@ class Benchmark:
     openclip_metric: str = TOP1  # what that column holds
     openclip_retrieval: str | None = None  # its columns' prefix in openclip_retrieval_results.csv
     clip_benchmark_names: tuple = ()  # its `dataset` in CLIP_benchmark's benchmark.csv
+    formats: tuple = ()  # the source formats that hold it, where only some of its task's do
 
 
 def _classification(column, metric=TOP1, *clip_benchmark_names):
@@ -79,7 +80,7 @@ BENCHMARKS = {
     "vtab/dsprites_label_x_position": _classification(None, TOP1, "vtab/dsprites_label_x_position"),
     "vtab/smallnorb_label_azimuth": _classification(None, TOP1, "vtab/smallnorb_label_azimuth"),
     "vtab/smallnorb_label_elevation": _classification(None, TOP1, "vtab/smallnorb_label_elevation"),
-    "misc/winogavil": Benchmark("compositionality", "WinoGAViL", JACCARD_10_12),
+    "misc/winogavil": Benchmark("compositionality", "WinoGAViL", JACCARD_10_12, formats=("winogavil",)),
     "flickr30k": Benchmark("retrieval", "Flickr", MEAN_R1, "Flickr", ("flickr30k",)),
     "mscoco_captions": Benchmark("retrieval", "MSCOCO", MEAN_R1, "MSCOCO", ("mscoco_captions",)),
     "flickr8k": Benchmark("retrieval", clip_benchmark_names=("flickr8k",)),

@@ -288,7 +288,7 @@ def headline_lines(rows: list[dict]) -> list[str]:
     classified = [row for row in rows if row["task"] == "classification"]
     if classified:
         # mAP, a multi-label set's metric (and no other set's), only where there is one.
-        shown = [metric for metric in CLASSIFICATION_METRICS if any(metric.column in row for row in classified)]
+        shown = [m for m in CLASSIFICATION_METRICS if m.tabled and any(m.column in row for row in classified)]
         header = ["model", "dataset", *(metric.label for metric in shown)]
         lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += [

@@ -47,7 +47,7 @@ def retrieval_columns(ks, ranking_at=()) -> list[tuple]:
     return [(metric.group, metric.label, metric.column, metric.higher_is_better) for metric in shown]
 
 
-CLASSIFICATION_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in CLASSIFICATION_METRICS]
+CLASSIFICATION_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in CLASSIFICATION_METRICS if m.tabled]
 COMPOSITIONALITY_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in COMPOSITIONALITY_METRICS]
 PROBE_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in PROBE_METRICS]
 PROBE_SHOT_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in PROBE_SHOT_METRICS]

@@ -129,8 +129,8 @@ def read(settings) -> PreparedSource:
         labels.append((len(labels), int(text), *groups.values()))
     if unnamed_groups:  # DataComp's fairness sets: their main metrics are by group
         print(
-            f"note: {unnamed_groups} (and maybe others) has a .npy, which DataComp's fairness sets use for the groups"
-            " a sample belongs to; it is not read: `groups:` names its columns to score by group",
+            f"note: {unnamed_groups} (and maybe others) has a .npy, where DataComp's exports keep a sample's groups"
+            " (fairness sets) or metadata (WILDS); it is not read: `groups:` names its columns to score by group",
             file=sys.stderr,
         )
     source = {"format": "wds_classification", "export": str(root), "split": settings["split"]}

@@ -1,5 +1,5 @@
 """WinoGAViL: winogavil_dataset.csv (a row per cue: `candidates` and `associations` as JSON lists of image
-names, `cue`, `ID`), with the images in one folder, NAME + image_suffix (NAME.png, as the WinoGAViL-experiments
+names, `cue`, `ID`), with the images in one folder, NAME + image_suffix (NAME.jpg, as the WinoGAViL-experiments
 repository's download-images.py saves them).
 
 Each row is an example whose one caption, the cue, chooses as many of its
@@ -134,12 +134,12 @@ def _integer(text, where):
 
 FORMAT = SourceFormat(
     name="winogavil",
-    help="WinoGAViL: winogavil_dataset.csv and its images folder (NAME.png)",
+    help="WinoGAViL: winogavil_dataset.csv and its images folder (NAME.jpg)",
     writes=CHOICES,
     settings=(
         Setting("examples", "winogavil_dataset.csv", kind=FILE, type=Path, required=True),
         IMAGE_DIRECTORY,
-        Setting("image_suffix", "appended to a candidate's name to name its file", default=".png"),
+        Setting("image_suffix", "appended to a candidate's name to name its file", default=".jpg"),
         Setting(
             "cue_prompt",
             "article: the cue as DataComp prompts it (A bald, An eagle); plain: the cue alone",
