@@ -70,7 +70,7 @@ def test_the_valid_config_has_no_error():
             lambda c: c["datasets"]["flickr"].update(format="flickr30k"),
             "datasets.flickr.format: unknown format 'flickr30k' (allowed: aligned_lines, aro, aro_order, cifar, cnclip, coco, imagefolder,"
             " karpathy, parquet_classification, parquet_retrieval, shapes, sugarcrepe, wds_classification,"
-            " wds_retrieval, winoground, xm3600)",
+            " wds_retrieval, winogavil, winoground, xm3600)",
         ),
         (lambda c: c["datasets"]["flickr"].pop("format"), "datasets.flickr: 'format' is a required property"),
         (

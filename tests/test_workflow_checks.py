@@ -230,7 +230,7 @@ def test_a_sweep_compares_in_one_job_per_dataset(tmp_path):
             lambda c: c["datasets"]["shapes-test"].update(format="flickr"),
             "config error: datasets.shapes-test.format: unknown format 'flickr' (allowed: aligned_lines, aro, aro_order, cifar, cnclip, coco,"
             " imagefolder, karpathy, parquet_classification, parquet_retrieval, shapes, sugarcrepe, wds_classification,"
-            " wds_retrieval, winoground, xm3600)",
+            " wds_retrieval, winogavil, winoground, xm3600)",
         ),
         (
             lambda c: c["datasets"].update(
