@@ -80,7 +80,7 @@ def read_rows(path) -> list[tuple[str, dict]]:
 
 def read(settings) -> PreparedSource:
     path, prompt = settings["examples"], settings["cue_prompt"]
-    image_of, first_where, texts, text_ids, owners, examples = {}, {}, [], [], [], []
+    image_of, first_where, texts, text_ids, owners, examples, seen = {}, {}, [], [], [], [], set()
     for where, row in read_rows(path):
         example_id = require_id(_integer(row["ID"], where), where, "ID")
         cue = (row["cue"] or "").strip()
@@ -103,8 +103,9 @@ def read(settings) -> PreparedSource:
             associations=tuple(image_of[name] for name in associations),
         )
         check_example(example, where)
-        if example_id in text_ids:
+        if example_id in seen:
             raise ClipevalError(f"{where}: example ID {example_id} appears twice")
+        seen.add(example_id)
         examples.append(example)
         texts.append(cue_caption(cue, prompt))
         text_ids.append(example_id)
