@@ -30,7 +30,7 @@ if sys.argv[1] == "default":
     numerics.WAIT_POLICY = ("CLIPEVAL_WAIT_POLICY_LEFT_UNSET", "")  # as jobs ran before pin set it
 numerics.pin("portable")
 import open_clip, torch
-import clipeval.models.build
+import clipeval.models.open_clip_models
 from clipeval.models.optimizer import PortableAdamW
 from clipeval.models.training import contrastive_loss
 torch.manual_seed(0)

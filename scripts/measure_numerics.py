@@ -52,7 +52,7 @@ import hashlib, json, os, sys, time
 import torch
 torch.set_num_threads(int(sys.argv[1]))
 import open_clip
-import clipeval.models.build
+import clipeval.models.open_clip_models
 from clipeval.models.optimizer import PortableAdamW
 from clipeval.models.training import contrastive_loss
 torch.manual_seed(0)

@@ -233,7 +233,7 @@ def tiny_checkpoint(tmp_path_factory):
     import open_clip
     import torch
 
-    import clipeval.models.build  # noqa: F401  registers clipeval-tiny
+    import clipeval.models.open_clip_models  # noqa: F401  registers clipeval-tiny
 
     torch.manual_seed(0)
     model = open_clip.create_model("clipeval-tiny")

@@ -10,7 +10,7 @@ import yaml
 from conftest import REPO
 
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
-from clipeval.models.pretrained import is_checkpoint_path, weights_folder
+from clipeval.models.pretrained import is_checkpoint_path, parse_model_name
 from clipeval.planning.config_errors import config_error
 from clipeval.planning.plan import EVALUATED_TASKS
 
@@ -61,7 +61,7 @@ def test_the_examples_cover_every_format_a_local_checkpoint_and_precomputed_feat
     models = [m for c in configs for m in c["models"].values()]
     assert any(is_checkpoint_path(m.get("pretrained", "")) for m in models)
     assert any("features" in m for m in models)
-    assert any(weights_folder(m.get("arch", "")) for m in models)
+    assert any(parse_model_name(m.get("arch", "")).folder for m in models)
 
 
 def create_named_inputs(workdir, config):
@@ -78,8 +78,8 @@ def create_named_inputs(workdir, config):
                         (workdir / tracked).touch()
     for model in config["models"].values():
         if model.get("arch", "").startswith("hf-transformers:"):
-            (workdir / weights_folder(model["arch"])).mkdir(parents=True, exist_ok=True)
-            (workdir / weights_folder(model["arch"]) / "config.json").write_text("{}")
+            (workdir / parse_model_name(model["arch"]).folder).mkdir(parents=True, exist_ok=True)
+            (workdir / parse_model_name(model["arch"]).folder / "config.json").write_text("{}")
         paths = [model["pretrained"]] if is_checkpoint_path(model.get("pretrained", "")) else []
         paths += [model["checkpoints"].replace("[0-9]*", str(step)) for step in SERIES_STEPS if "checkpoints" in model]
         paths += [p for files in model.get("features", {}).values() for p in files.values()]

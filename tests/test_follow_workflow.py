@@ -33,7 +33,7 @@ from pathlib import Path
 import open_clip
 import torch
 
-import clipeval.models.build  # noqa: F401  registers clipeval-tiny
+import clipeval.models.open_clip_models  # noqa: F401  registers clipeval-tiny
 
 folder = Path(sys.argv[1])
 folder.mkdir(parents=True, exist_ok=True)

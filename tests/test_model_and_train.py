@@ -322,7 +322,7 @@ def test_a_training_set_too_large_to_hold_is_preprocessed_a_batch_at_a_time_to_t
 
 
 def test_a_tags_activation_and_preprocessing_are_what_open_clip_sets_beyond_its_arch():
-    from clipeval.models.build import tag_settings
+    from clipeval.models.open_clip_models import tag_settings
 
     openai = tag_settings("ViT-B-32", "openai")  # open_clip's metadata, nothing downloaded
     assert openai["quick_gelu"] is True and openai["mean"] == (0.48145466, 0.4578275, 0.40821073)
@@ -333,7 +333,7 @@ def test_a_checkpoint_fine_tuned_from_a_tag_is_built_with_the_tags_settings(tmp_
     from open_clip.transformer import QuickGELU
     from torchvision.transforms import Normalize
 
-    from clipeval.models.build import TAG_SETTINGS_KEY
+    from clipeval.models.open_clip_models import TAG_SETTINGS_KEY
 
     carried = {"quick_gelu": True, "mean": (0.5, 0.5, 0.5), "std": (0.25, 0.25, 0.25), "resize_mode": "squash"}
     start = tmp_path / "from-a-tag.pt"

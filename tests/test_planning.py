@@ -644,14 +644,17 @@ def test_a_model_backend_s_code_reaches_the_fingerprints_of_its_models_jobs_alon
     def extraction(*backends):
         return code_fingerprint(CodeGraph(package), "extract-features", model_backends=backends)
 
-    open_clip, transformers, cnclip = extraction(), extraction("transformers_models"), extraction("cnclip_models")
-    assert len({open_clip, transformers, cnclip}) == 3
-    edited = package / "models/transformers_models.py"
-    edited.write_text(edited.read_text() + "\n# edited\n")
-    assert extraction() == open_clip and extraction("cnclip_models") == cnclip
-    assert extraction("transformers_models") != transformers
+    backends = ("open_clip_models", "transformers_models", "cnclip_models")
+    before = {backend: extraction(backend) for backend in backends}
+    assert len(set(before.values())) == 3
+    for edited in backends:
+        path = package / f"models/{edited}.py"
+        path.write_text(path.read_text() + "\n# edited\n")
+        assert {backend for backend in backends if extraction(backend) != before[backend]} == {edited}
+        before[edited] = extraction(edited)
     plan = plan_of(lambda c: c["models"].update(hf={"arch": "hf-transformers:m/hf", "pretrained": ""}))
-    assert plan.model_backends(["b32", "hf"]) == ["transformers_models"] and plan.model_backends(["b32"]) == []
+    assert plan.model_backends(["b32", "hf"]) == ["open_clip_models", "transformers_models"]
+    assert plan.model_backends(["b32"]) == ["open_clip_models"]
 
 
 def test_the_default_config_plans_through_the_package(monkeypatch):

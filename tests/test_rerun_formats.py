@@ -117,7 +117,7 @@ def formats_config():
 def write_weights(path, seed):
     import open_clip
 
-    import clipeval.models.build  # noqa: F401  registers clipeval-tiny
+    import clipeval.models.open_clip_models  # noqa: F401  registers clipeval-tiny
 
     torch.manual_seed(seed)
     path.parent.mkdir(parents=True, exist_ok=True)

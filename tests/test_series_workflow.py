@@ -28,7 +28,7 @@ def write_checkpoint(path, seed):
     import open_clip
     import torch
 
-    import clipeval.models.build  # noqa: F401  registers clipeval-tiny
+    import clipeval.models.open_clip_models  # noqa: F401  registers clipeval-tiny
 
     torch.manual_seed(seed)
     path.parent.mkdir(parents=True, exist_ok=True)

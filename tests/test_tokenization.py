@@ -19,7 +19,7 @@ def nonpadding_counts(tokens: torch.Tensor, pad_id: int) -> list[int]:
 def test_open_clip_s_tokenizer_represents_any_text_and_only_cuts():
     import open_clip
 
-    import clipeval.models.build  # noqa: F401  registers clipeval-tiny
+    import clipeval.models.open_clip_models  # noqa: F401  registers clipeval-tiny
 
     tokenizer = open_clip.get_tokenizer("clipeval-tiny")
     texts = ["a red circle", " ".join(["a"] * 40), "แมวสีแดง", "a 🐱 on a mat"]

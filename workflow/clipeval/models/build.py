@@ -1,295 +1,54 @@
-"""Build open_clip models from (arch, pretrained) with clear errors.
+"""Build a model from its config entry's (arch, pretrained): the arch parsed once (models/pretrained.py) names
+the backend that builds it, a module of clipeval.models imported by name, so that the code fingerprints of a
+model's jobs cover its own backend alone (codegraph.command_entry_modules).
 
-Importing this module registers the model configs shipped with clipeval
-(for example `clipeval-tiny`) with open_clip, so they resolve by name.
+Every backend keeps one contract, with `name` the parsed arch:
+
+- `check_name(name)`: the model it names exists (a known model name, a complete folder), or one error;
+- `check_weights(name, pretrained)`: `pretrained` is what the model takes (a tag it has, a checkpoint file that
+  exists, or nothing), or one error;
+- `checkpoint_misfit(name, checkpoint)`: why a checkpoint file does not fit the model, read without building it
+  (None where it fits or the backend checks the fit as it loads), and one error where it is not loadable;
+- `load(name, pretrained, device, precision, preprocess)`: (model in eval mode with encode_image and
+  encode_text, eval preprocess of one PIL image, tokenizer of a list of captions).
 """
 
-import contextlib
 import importlib
-import logging
-import zipfile
-from importlib.resources import files
-from pathlib import Path
+from types import ModuleType
 
-import numpy as np
-import open_clip
 import torch
-from open_clip.factory import load_state_dict
 
 from clipeval.devices import gpu_number
-from clipeval.errors import ClipevalError, first_line
-from clipeval.models.pretrained import (
-    HF_HUB_PREFIX,
-    LOCAL_DIR_PREFIX,
-    cnclip_name,
-    is_checkpoint_path,
-    is_transformers,
-    model_backend,
-    weights_folder,
-)
-from clipeval.models.weights_fit import non_float_weights, recorded_dtypes, weights_misfit
+from clipeval.errors import ClipevalError
+from clipeval.models.pretrained import ModelName, is_checkpoint_path, parse_model_name
 from clipeval.storage.digests import file_sha256, folder_sha256
 
-MODEL_CONFIG_DIR = Path(str(files("clipeval.models") / "configs"))
-open_clip.add_model_config(MODEL_CONFIG_DIR)
 
-PREPROCESS_ARGUMENTS = {
-    "mean": "image_mean",
-    "std": "image_std",
-    "interpolation": "image_interpolation",
-    "resize_mode": "image_resize_mode",
-}
+def backend_of(name: ModelName) -> ModuleType:
+    return importlib.import_module(f"clipeval.models.{name.backend.module}")
 
 
 def check_arch(arch: str) -> None:
-    if cnclip_name(arch) is not None:
-        backend(arch).check_name(cnclip_name(arch))
-        return
-    if is_transformers(arch):
-        backend(arch).check_folder(weights_folder(arch))
-        return
-    if arch.startswith((HF_HUB_PREFIX, LOCAL_DIR_PREFIX)):
-        return
-    if arch not in open_clip.list_models():
-        raise ClipevalError(f"unknown open_clip arch {arch!r} (see open_clip.list_models())")
+    name = parse_model_name(arch)
+    backend_of(name).check_name(name)
 
 
 def check_pretrained(arch: str, pretrained: str | None) -> None:
-    if cnclip_name(arch) is not None:
-        backend(arch).check_checkpoint(cnclip_name(arch), pretrained)
-        return
-    if not pretrained:
-        return
-    if is_transformers(arch):
-        raise ClipevalError(f"a transformers folder holds its own weights: give pretrained: '' (not {pretrained!r})")
-    if is_checkpoint_path(pretrained):
-        if not Path(pretrained).is_file():
-            raise ClipevalError(f"{pretrained}: checkpoint file not found (model arch {arch})")
-        return
-    tags = open_clip.list_pretrained_tags_by_model(arch)
-    if pretrained not in tags:
-        known = ", ".join(tags) or "none"
-        raise ClipevalError(f"unknown pretrained tag {pretrained!r} for arch {arch!r} (known: {known})")
-
-
-# open_clip reads a .npz as Google big_vision weights (SigLIP's own release)
-# with numpy, not torch.load, into a model whose towers have big_vision's
-# layout; any other suffix is a torch or safetensors checkpoint.
-BIG_VISION_SUFFIX = ".npz"
-
-
-def _check_numeric_arrays(archive_path: str) -> None:
-    """Every member of a .npz is a .npy of numbers, read from its header alone (no array is loaded)."""
-    with zipfile.ZipFile(archive_path) as archive:
-        members = [name for name in archive.namelist() if not name.endswith("/")]
-        if not members:
-            raise ValueError("no arrays")
-        for name in members:
-            with archive.open(name) as member:
-                major, _ = np.lib.format.read_magic(member)
-                read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-                _, _, dtype = read_header(member)
-            if dtype.hasobject:
-                raise ClipevalError(f"{archive_path}: array {name} holds Python objects, not weights")
-
-
-def check_loadable(checkpoint: str) -> None:
-    try:
-        if checkpoint.endswith(BIG_VISION_SUFFIX):
-            _check_numeric_arrays(checkpoint)
-        else:
-            load_state_dict(checkpoint)
-    except ClipevalError:
-        raise
-    except Exception as error:  # torch.load, zipfile and numpy raise many types for a non-checkpoint
-        raise ClipevalError(f"{checkpoint}: not a loadable checkpoint ({type(error).__name__})") from None
-
-
-# torch.nn.init's in-place initialisers, through which module constructors
-# (and open_clip's init_parameters) draw their random weights.
-_INITIALISERS = (
-    "uniform_",
-    "normal_",
-    "trunc_normal_",
-    "constant_",
-    "ones_",
-    "zeros_",
-    "eye_",
-    "dirac_",
-    "xavier_uniform_",
-    "xavier_normal_",
-    "kaiming_uniform_",
-    "kaiming_normal_",
-    "orthogonal_",
-    "sparse_",
-)
-
-
-def _leave_unchanged(tensor, *args, **kwargs):
-    return tensor
-
-
-@contextlib.contextmanager
-def _random_init_skipped():
-    """Build modules without drawing their random weights, for a model whose checkpoint then sets every one.
-
-    open_clip loads a full checkpoint with strict=True, which fails unless it
-    holds every parameter and buffer that the state dict has, so no drawn value
-    survives the load: drawing them would be wasted work.
-    """
-    saved = {name: getattr(torch.nn.init, name) for name in _INITIALISERS}
-    for name in saved:
-        setattr(torch.nn.init, name, _leave_unchanged)
-    try:
-        yield
-    finally:
-        for name, initialiser in saved.items():
-            setattr(torch.nn.init, name, initialiser)
-
-
-class _DownloadFailureLeftToTheError(logging.Filter):
-    """open_clip logs a failed download at ERROR, then raises with the same text: the error says it once."""
-
-    def filter(self, record):
-        return not record.getMessage().startswith("Failed to download")
-
-
-@contextlib.contextmanager
-def _download_failures_said_once():
-    root, quiet = logging.getLogger(), _DownloadFailureLeftToTheError()
-    root.addFilter(quiet)
-    try:
-        yield
-    finally:
-        root.removeFilter(quiet)
-
-
-# What an open_clip tag sets beyond its arch's config (open_clip's pretrained config): a checkpoint clipeval
-# fine-tuned from the tag keeps them under this key, and is built with them (models/training.py).
-TAG_SETTINGS_KEY = "open_clip_tag_settings"
-TAG_SETTINGS = ("quick_gelu", *PREPROCESS_ARGUMENTS)
-
-
-def tag_settings(arch: str, pretrained: str | None) -> dict:
-    """QuickGELU and the preprocessing the weights were trained with, where they are not the arch's own: those of
-    an open_clip tag, or those a checkpoint fine-tuned from one carries."""
-    if not pretrained or pretrained.endswith(BIG_VISION_SUFFIX):
-        return {}
-    if is_checkpoint_path(pretrained):
-        try:
-            checkpoint = torch.load(pretrained, map_location="cpu", weights_only=True, mmap=True)
-        except Exception:  # not a zip archive (mmap needs one), or not loadable: check_loadable says which
-            return {}
-        carried = checkpoint.get(TAG_SETTINGS_KEY) if isinstance(checkpoint, dict) else None
-        return dict(carried) if isinstance(carried, dict) else {}
-    config = open_clip.get_pretrained_cfg(arch, pretrained) or {}
-    return {key: config[key] for key in TAG_SETTINGS if key in config}
-
-
-def carried_settings(arch: str, pretrained: str | None) -> dict:
-    """The tag settings a local checkpoint carries (tag_settings); none for a tag, which open_clip applies."""
-    return tag_settings(arch, pretrained) if pretrained and is_checkpoint_path(pretrained) else {}
-
-
-def with_carried_preprocessing(carried: dict, preprocess: dict) -> dict:
-    """A model's preprocessing overrides, over those its checkpoint carries."""
-    return {**{key: carried[key] for key in PREPROCESS_ARGUMENTS if key in carried}, **preprocess}
+    name = parse_model_name(arch)
+    backend_of(name).check_weights(name, pretrained)
 
 
 def build_model(arch: str, pretrained: str | None, device: str = "cpu", precision: str = "fp32", preprocess=None):
-    """Return (model in eval mode, eval preprocess, tokenizer).
-
-    `preprocess` overrides open_clip's eval preprocessing: any of mean, std,
-    interpolation, resize_mode.
-    """
-    preprocess = preprocess or {}
-    unknown = set(preprocess) - set(PREPROCESS_ARGUMENTS)
-    if unknown:
-        raise ClipevalError(f"unknown preprocess option(s): {', '.join(sorted(unknown))}")
-    if is_transformers(arch):
-        return _transformers_model(arch, pretrained, device, preprocess)
-    if cnclip_name(arch) is not None:
-        return _cnclip_model(arch, pretrained, device, preprocess)
-    check_arch(arch)
-    check_pretrained(arch, pretrained)
-    local = bool(pretrained) and is_checkpoint_path(pretrained)
-    if local:
-        check_loadable(pretrained)
-    carried = carried_settings(arch, pretrained)
-    preprocess = with_carried_preprocessing(carried, preprocess)
-    # big_vision weights are copied in tensor by tensor, not by a strict load
-    loads_every_weight = bool(pretrained) and not pretrained.endswith(BIG_VISION_SUFFIX)
-    try:
-        with (
-            _random_init_skipped() if loads_every_weight else contextlib.nullcontext(),
-            _download_failures_said_once(),
-            recorded_dtypes() as loaded,
-        ):
-            model, _, transform = open_clip.create_model_and_transforms(
-                arch,
-                pretrained=pretrained or None,
-                device=device,
-                precision=precision,
-                require_pretrained=bool(pretrained),
-                force_quick_gelu=bool(carried.get("quick_gelu")),
-                **{PREPROCESS_ARGUMENTS[key]: value for key, value in preprocess.items()},
-            )
-    except OSError as error:  # a download that failed, or a file the Hugging Face cache does not hold
-        from huggingface_hub.constants import HF_HUB_CACHE
-
-        detail = first_line(error)
-        raise ClipevalError(
-            f"cannot build model {arch!r} with pretrained {pretrained!r}: a file it needs is not in the Hugging"
-            f" Face cache ({HF_HUB_CACHE}) and could not be downloaded: {detail}"
-        ) from None
-    except (
-        RuntimeError,
-        AssertionError,
-        KeyError,
-        ValueError,
-        AttributeError,
-    ) as error:  # how open_clip reports a mismatch
-        # (AttributeError: big_vision weights for a model without big_vision's towers)
-        detail = first_line(error)
-        if local and pretrained.endswith(BIG_VISION_SUFFIX) and isinstance(error, AttributeError):
-            raise ClipevalError(
-                f"{pretrained}: weights do not fit arch {arch!r}: open_clip loads .npz (big_vision)"
-                f" weights only into SigLIP-style models ({detail})"
-            ) from None
-        if local:
-            misfit = weights_misfit(arch, pretrained) or detail
-            raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {misfit}") from None
-        raise ClipevalError(f"cannot build model {arch!r} with pretrained {pretrained!r}: {detail}") from None
-    cast = non_float_weights(model.state_dict(), loaded) if local else None
-    if cast:
-        raise ClipevalError(f"{pretrained}: weights do not fit arch {arch!r}: {cast}")
-    model.eval()
-    return model, transform, open_clip.get_tokenizer(arch)
-
-
-def backend(arch: str):
-    """The module that builds an arch open_clip does not (pretrained.model_backend), imported by name: the code
-    fingerprints add it to the jobs of the models that use it alone (codegraph.command_entry_modules)."""
-    return importlib.import_module(f"clipeval.models.{model_backend(arch)}")
-
-
-def _transformers_model(arch, pretrained, device, preprocess):
-    check_pretrained(arch, pretrained)
-    if preprocess:
-        raise ClipevalError(f"{arch}: a transformers folder's preprocessing is its image processor's; no preprocess")
-    return backend(arch).build_transformers_model(weights_folder(arch), device)
-
-
-def _cnclip_model(arch, pretrained, device, preprocess):
-    if preprocess:
-        raise ClipevalError(f"{arch}: a Chinese-CLIP model's preprocessing is cn_clip's own; no preprocess")
-    return backend(arch).build_cnclip_model(cnclip_name(arch), pretrained, device)
+    """(model in eval mode, eval preprocess, tokenizer). `preprocess` overrides an open_clip model's eval
+    preprocessing: any of mean, std, interpolation, resize_mode."""
+    name = parse_model_name(arch)
+    return backend_of(name).load(name, pretrained, device, precision, preprocess or {})
 
 
 def weights_identity(arch: str, pretrained: str | None) -> str:
     """sha256 of a local checkpoint, of the files of the folder the arch loads from (open_clip ignores
     `pretrained` then), or the open_clip tag the weights were named by."""
-    folder = weights_folder(arch)
+    folder = parse_model_name(arch).folder
     if folder is not None:
         return f"folder-sha256:{folder_sha256(folder)}"
     if not pretrained:

@@ -10,6 +10,7 @@ cn_clip pins lmdb 1.3.0, older than clipeval requires (1.4), so it is installed 
 from pathlib import Path
 
 from clipeval.errors import ClipevalError, first_line
+from clipeval.models.pretrained import ModelName
 
 CONTEXT_LENGTH = 52
 INSTALL = "pip install --no-deps cn_clip==1.6.0 six"
@@ -24,7 +25,7 @@ def model_info() -> dict:
     return _MODEL_INFO
 
 
-def check_name(name: str) -> None:
+def check_model_name(name: str) -> None:
     known = model_info()
     if name not in known:
         raise ClipevalError(f"unknown Chinese-CLIP model {name!r} (known: {', '.join(known)})")
@@ -57,24 +58,31 @@ class ChineseTokenizer:
         return [CaptionFit(len(p) + 2, p.count("[UNK]")) for p in pieces]
 
 
-def build_cnclip_model(name: str, checkpoint: str, device: str = "cpu"):
-    """(model in eval mode and float32, eval preprocess, tokenizer) of a Chinese-CLIP checkpoint, as its
-    evaluation loads it (cn_clip's create_model, then float on the CPU)."""
-    import contextlib
-    import io
-
-    check_name(name)  # first: without cn_clip it says how to install it, in one line
-    check_checkpoint(name, checkpoint)
+def _checkpoint(checkpoint: str) -> dict:
+    """A Chinese-CLIP checkpoint's contents (plain tensors only), or one line saying why it is none."""
     import torch
-    from cn_clip.clip.utils import create_model, image_transform
 
-    info = model_info()[name]
     try:
         saved = torch.load(checkpoint, map_location="cpu", weights_only=True)
     except Exception as error:  # torch.load raises many types for a file that is not a checkpoint
         raise ClipevalError(f"{checkpoint}: not a loadable checkpoint ({type(error).__name__})") from None
     if not isinstance(saved, dict) or not isinstance(saved.get("state_dict"), dict):
         raise ClipevalError(f"{checkpoint}: no state_dict (a Chinese-CLIP checkpoint holds one)")
+    return saved
+
+
+def build_cnclip_model(name: str, checkpoint: str, device: str = "cpu"):
+    """(model in eval mode and float32, eval preprocess, tokenizer) of a Chinese-CLIP checkpoint, as its
+    evaluation loads it (cn_clip's create_model, then float on the CPU)."""
+    import contextlib
+    import io
+
+    check_model_name(name)  # first: without cn_clip it says how to install it, in one line
+    check_checkpoint(name, checkpoint)
+    from cn_clip.clip.utils import create_model, image_transform
+
+    info = model_info()[name]
+    saved = _checkpoint(checkpoint)
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # create_model prints the configs it reads
             model = create_model(info["struct"], saved)
@@ -83,3 +91,27 @@ def build_cnclip_model(name: str, checkpoint: str, device: str = "cpu"):
         raise ClipevalError(f"{checkpoint}: weights do not fit Chinese-CLIP model {name!r}: {detail}") from None
     model = model.float().to(device).eval()
     return model, image_transform(info["input_resolution"]), ChineseTokenizer()
+
+
+# The backend contract (models/build.py): a `cn-clip:NAME` model, its checkpoint the `pretrained` file.
+
+
+def check_name(name: ModelName) -> None:
+    check_model_name(name.identifier)
+
+
+def check_weights(name: ModelName, pretrained: str | None) -> None:
+    check_checkpoint(name.identifier, pretrained)
+
+
+def checkpoint_misfit(name: ModelName, checkpoint: str) -> str | None:
+    """A checkpoint that is not loadable, or holds no state_dict, is one error; its tensors' fit is checked as
+    cn_clip loads them."""
+    _checkpoint(checkpoint)
+    return None
+
+
+def load(name: ModelName, pretrained: str | None, device: str, precision: str, preprocess: dict):
+    if preprocess:
+        raise ClipevalError(f"{name.arch}: a Chinese-CLIP model's preprocessing is cn_clip's own; no preprocess")
+    return build_cnclip_model(name.identifier, pretrained, device)

@@ -2,10 +2,9 @@
 precision on the device, checked without loading any weight, each answered with the one line that names the
 config key."""
 
-from clipeval.errors import ClipevalError, first_line
-from clipeval.models.build import BIG_VISION_SUFFIX, check_arch, check_loadable, check_pretrained, resolve_device
-from clipeval.models.pretrained import HF_HUB_PREFIX, LOCAL_DIR_PREFIX, is_checkpoint_path, is_open_clip
-from clipeval.models.weights_fit import weights_misfit
+from clipeval.errors import ClipevalError
+from clipeval.models.build import backend_of, resolve_device
+from clipeval.models.pretrained import is_checkpoint_path, parse_model_name
 
 
 def model_problem(name, arch, pretrained, precision, precision_key, device, weights_key=None) -> str | None:
@@ -13,14 +12,16 @@ def model_problem(name, arch, pretrained, precision, precision_key, device, weig
     the key `pretrained` comes from (default models.NAME.pretrained)."""
     key = f"models.{name}"
     weights_key = weights_key or f"{key}.pretrained"
+    model = parse_model_name(arch)
+    backend = backend_of(model)
     try:
-        check_arch(arch)
+        backend.check_name(model)
     except ClipevalError as error:
         return f"{key}.arch: {error}"
     try:
-        check_pretrained(arch, pretrained)
+        backend.check_weights(model, pretrained)
         if pretrained and is_checkpoint_path(pretrained):
-            misfit = _checkpoint_misfit(arch, pretrained)
+            misfit = backend.checkpoint_misfit(model, pretrained)
             if misfit:
                 return f"{weights_key}: {pretrained}: weights do not fit arch {arch!r}: {misfit}"
     except ClipevalError as error:
@@ -28,21 +29,6 @@ def model_problem(name, arch, pretrained, precision, precision_key, device, weig
     if device is not None:
         return _precision_problem(precision, precision_key, device)
     return None
-
-
-def _checkpoint_misfit(arch: str, checkpoint: str) -> str | None:
-    check_loadable(checkpoint)
-    # A folder arch loads its own weights; big_vision arrays are copied in by name, not by a strict load; cn_clip
-    # checks its own checkpoints' fit as it loads them.
-    if arch.startswith((HF_HUB_PREFIX, LOCAL_DIR_PREFIX)) or checkpoint.endswith(BIG_VISION_SUFFIX):
-        return None
-    if not is_open_clip(arch):
-        return None
-    try:
-        return weights_misfit(arch, checkpoint)
-    except OSError as error:  # a text tower's config (transformers) neither cached nor downloadable
-        detail = first_line(error)
-        raise ClipevalError(f"cannot build arch {arch!r} to check {checkpoint} against it: {detail}") from None
 
 
 def _precision_problem(precision: str, precision_key: str, device: str) -> str | None:

@@ -7,8 +7,8 @@ from open_clip.transform import PreprocessCfg, image_transform_v2
 
 from clipeval.errors import first_line
 from clipeval.features.pixels import model_recipe
-from clipeval.models.build import PREPROCESS_ARGUMENTS, carried_settings, with_carried_preprocessing
-from clipeval.models.pretrained import is_open_clip
+from clipeval.models.open_clip_models import PREPROCESS_ARGUMENTS, carried_settings, with_carried_preprocessing
+from clipeval.models.pretrained import parse_model_name
 from clipeval.models.weights_fit import empty_model
 
 
@@ -24,7 +24,7 @@ def preprocess_config(arch: str, pretrained: str | None, preprocess=None) -> dic
 def pixel_recipe(arch: str, pretrained: str | None, preprocess=None) -> str | None:
     """The pixel recipe of a model's eval preprocessing (features/pixels.py), None where it has none (a
     transformers folder's image processor and cn_clip's transform are not open_clip's steps)."""
-    if not is_open_clip(arch):
+    if not parse_model_name(arch).backend.open_clip_preprocessing:
         return None
     try:
         carried = carried_settings(arch, pretrained)

@@ -1,7 +1,10 @@
-"""Where a model's weights come from: an open_clip pretrained tag, a checkpoint path, or a folder that the
-arch names (open_clip's `local-dir:DIR`, `hf-hub:ORG/REPO` in the Hugging Face cache, or a transformers CLIP or
-SigLIP folder, `hf-transformers:DIR`). No heavy imports: the workflow's planning (common.smk) uses it too."""
+"""A model's name and where its weights come from: an arch parsed once into the backend that builds it and what
+it names (an open_clip model, open_clip's `local-dir:DIR`, `hf-hub:ORG/REPO` in the Hugging Face cache, a
+transformers CLIP or SigLIP folder `hf-transformers:DIR`, a Chinese-CLIP model `cn-clip:NAME`), and a
+`pretrained` that is an open_clip tag or a checkpoint path. No heavy imports: the workflow's planning
+(common.smk) uses it too."""
 
+from dataclasses import dataclass
 from pathlib import Path
 
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".npz", ".ckpt")
@@ -32,36 +35,79 @@ def hub_snapshot(repo: str) -> Path | None:
     return snapshot if revision and snapshot.is_dir() else None
 
 
-def weights_folder(arch: str) -> Path | None:
-    """The folder an arch loads its weights (and config) from, if it names one: local-dir's or hf-transformers',
-    or the cached snapshot of an hf-hub model (None when it is not cached)."""
-    for prefix in (LOCAL_DIR_PREFIX, TRANSFORMERS_PREFIX):
-        if arch.startswith(prefix):
-            return Path(arch[len(prefix) :])
-    if arch.startswith(HF_HUB_PREFIX):
-        return hub_snapshot(arch[len(HF_HUB_PREFIX) :])
-    return None
+@dataclass(frozen=True)
+class Backend:
+    """A module of clipeval.models that builds models (the backend contract: docs/ARCHITECTURE.md), and what
+    the workflow may do with its models, known without importing it."""
+
+    module: str
+    # Distributions whose installed versions shape its models' outputs, beside each command's own LIBRARIES.
+    libraries: tuple[str, ...]
+    # clipeval fine-tunes its models (models/training.py builds open_clip models only).
+    trainable: bool
+    # Its eval preprocessing is open_clip's, which has a pixel recipe (features/pixels.py) and takes a config's
+    # preprocess overrides.
+    open_clip_preprocessing: bool
 
 
-def is_transformers(arch: str) -> bool:
-    return arch.startswith(TRANSFORMERS_PREFIX)
+OPEN_CLIP = Backend("open_clip_models", (), trainable=True, open_clip_preprocessing=True)
+BACKENDS = {
+    backend.module: backend
+    for backend in (
+        OPEN_CLIP,
+        Backend("transformers_models", ("transformers", "tokenizers"), trainable=False, open_clip_preprocessing=False),
+        Backend("cnclip_models", ("cn_clip",), trainable=False, open_clip_preprocessing=False),
+    )
+}
 
 
-def cnclip_name(arch: str) -> str | None:
-    """The Chinese-CLIP model a `cn-clip:NAME` arch names, else None."""
-    return arch[len(CNCLIP_PREFIX) :] if arch.startswith(CNCLIP_PREFIX) else None
+@dataclass(frozen=True)
+class Scheme:
+    """How an arch names its model: a prefix, the backend that builds it, and where its weights are."""
+
+    prefix: str
+    backend: Backend
+    # "path": the identifier is a folder; "hub": a Hugging Face repository, loaded from its cached snapshot.
+    folder: str | None = None
+    # The file that makes a "path" folder a model of this scheme.
+    marker: str | None = None
 
 
-def is_open_clip(arch: str) -> bool:
-    """Built by open_clip (its names, local-dir: and hf-hub:), not by transformers or cn_clip."""
-    return model_backend(arch) is None
+SCHEMES = (
+    Scheme(LOCAL_DIR_PREFIX, OPEN_CLIP, folder="path", marker="open_clip_config.json"),
+    Scheme(HF_HUB_PREFIX, OPEN_CLIP, folder="hub"),
+    Scheme(TRANSFORMERS_PREFIX, BACKENDS["transformers_models"], folder="path", marker="config.json"),
+    Scheme(CNCLIP_PREFIX, BACKENDS["cnclip_models"]),
+)
+OPEN_CLIP_NAME = Scheme("", OPEN_CLIP)
 
 
-def model_backend(arch: str) -> str | None:
-    """The module of clipeval.models that builds an arch open_clip does not (loaded by name, so that the code
-    fingerprints of open_clip models' jobs do not cover it); None for open_clip's."""
-    if is_transformers(arch):
-        return "transformers_models"
-    if cnclip_name(arch) is not None:
-        return "cnclip_models"
-    return None
+@dataclass(frozen=True)
+class ModelName:
+    """A config's `arch`, parsed once: its scheme (and so its backend) and what it names, an open_clip model
+    name, a folder, a hub repository or a Chinese-CLIP model."""
+
+    arch: str
+    scheme: Scheme
+    identifier: str
+
+    @property
+    def backend(self) -> Backend:
+        return self.scheme.backend
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder the model loads its weights (and config) from, if it names one: local-dir's or
+        hf-transformers', or the cached snapshot of an hf-hub model (None when it is not cached)."""
+        if self.scheme.folder == "path":
+            return Path(self.identifier)
+        if self.scheme.folder == "hub":
+            return hub_snapshot(self.identifier)
+        return None
+
+
+def parse_model_name(arch: str) -> ModelName:
+    for scheme in SCHEMES:
+        if arch.startswith(scheme.prefix):
+            return ModelName(arch, scheme, arch[len(scheme.prefix) :])
+    return ModelName(arch, OPEN_CLIP_NAME, arch)

@@ -24,7 +24,8 @@ from tqdm import tqdm
 
 from clipeval.data.dataset import open_dataset
 from clipeval.errors import ClipevalError
-from clipeval.models.build import TAG_SETTINGS_KEY, build_model, resolve_device, tag_settings
+from clipeval.models.build import build_model, resolve_device
+from clipeval.models.open_clip_models import TAG_SETTINGS_KEY, tag_settings
 from clipeval.models.optimizer import PortableAdamW
 from clipeval.storage.atomic import atomic_output
 

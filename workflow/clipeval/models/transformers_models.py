@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from clipeval.errors import ClipevalError, first_line
+from clipeval.models.pretrained import ModelName
 
 MODEL_TYPES = ("clip", "siglip", "siglip2")
 FOLDER_FILES = ("config.json", "preprocessor_config.json")
@@ -86,7 +87,7 @@ def check_folder(folder: Path) -> None:
         raise ClipevalError(
             f"{folder / 'config.json'}: model_type {model_type!r} is not one clipeval reads ({', '.join(MODEL_TYPES)})"
         )
-    check_weights(folder)
+    check_weights_file(folder)
 
 
 # The weights save_pretrained writes: safetensors (a file, or shards and their index), else torch's pickle.
@@ -94,7 +95,7 @@ SAFETENSORS_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
 TORCH_WEIGHTS = "pytorch_model.bin"
 
 
-def check_weights(folder: Path) -> None:
+def check_weights_file(folder: Path) -> None:
     """A weights file transformers will read: safetensors, or a pytorch_model.bin that torch loads as plain
     tensors (a pickle of anything else, which transformers refuses only once a job loads it)."""
     if any((folder / name).is_file() for name in SAFETENSORS_WEIGHTS):
@@ -132,3 +133,29 @@ def build_transformers_model(folder: Path, device: str = "cpu"):
         )
     tokens = PaddedTokenizer(tokenizer, model.config.text_config.max_position_embeddings)
     return TransformersClip(model).to(device).eval(), ImageProcessorTransform(processor), tokens
+
+
+# The backend contract (models/build.py): a transformers folder's model is its arch; the folder holds its weights.
+
+
+def check_name(name: ModelName) -> None:
+    check_folder(name.folder)
+
+
+def check_weights(name: ModelName, pretrained: str | None) -> None:
+    if pretrained:
+        raise ClipevalError(f"a transformers folder holds its own weights: give pretrained: '' (not {pretrained!r})")
+
+
+def checkpoint_misfit(name: ModelName, checkpoint: str) -> str | None:
+    """Never asked: check_weights refuses any checkpoint."""
+    return None
+
+
+def load(name: ModelName, pretrained: str | None, device: str, precision: str, preprocess: dict):
+    check_weights(name, pretrained)
+    if preprocess:
+        raise ClipevalError(
+            f"{name.arch}: a transformers folder's preprocessing is its image processor's; no preprocess"
+        )
+    return build_transformers_model(name.folder, device)

@@ -13,15 +13,7 @@ from pathlib import Path
 
 from clipeval.data.sources import FILE, FOLDER
 from clipeval.metric_catalog import has_rsum
-from clipeval.models.pretrained import (
-    HF_HUB_PREFIX,
-    LOCAL_DIR_PREFIX,
-    TRANSFORMERS_PREFIX,
-    hub_snapshot_parent,
-    is_checkpoint_path,
-    is_open_clip,
-    weights_folder,
-)
+from clipeval.models.pretrained import hub_snapshot_parent, is_checkpoint_path, parse_model_name
 from clipeval.numerics import PORTABLE_THREADS, pins_training, portable_threads_error
 from clipeval.planning.artifacts import RESULTS
 from clipeval.planning.config_errors import location
@@ -115,7 +107,7 @@ def check_references(plan: Plan) -> None:
     for name, entry in config["models"].items():
         if "train" in entry:
             named = config_name(config, name)  # an epoch of a series: the series' entry
-            if not is_open_clip(entry["arch"]):
+            if not parse_model_name(entry["arch"]).backend.trainable:
                 raise ConfigError(
                     f"{location(('models', named, 'train'))}: clipeval trains open_clip archs only, not"
                     f" {entry['arch']!r}: give this model's weights (pretrained) instead"
@@ -211,10 +203,6 @@ def check_comparisons(plan: Plan) -> None:
             )
 
 
-# The file that makes a folder a model of its arch's prefix: open_clip's config, transformers' config.
-MODEL_FOLDER_MARKERS = {LOCAL_DIR_PREFIX: "open_clip_config.json", TRANSFORMERS_PREFIX: "config.json"}
-
-
 def check_training_precision(name: str, train: dict, numerics: str) -> None:
     """Half precision on the CPU computes with kernels the portable profile does not pin."""
     precision = train.get("precision", "fp32")
@@ -242,12 +230,12 @@ def check_inputs(plan: Plan) -> None:
     ]
     model_folders = []
     for name, entry in config["models"].items():
-        arch = entry.get("arch", "")
-        if arch.startswith((LOCAL_DIR_PREFIX, TRANSFORMERS_PREFIX)):
-            named.append((("models", name, "arch"), str(weights_folder(arch)), FOLDER))
-            model_folders.append((("models", name, "arch"), weights_folder(arch), arch.split(":", 1)[0] + ":"))
-        if arch.startswith(HF_HUB_PREFIX) and weights_folder(arch) is None:
-            repo = arch[len(HF_HUB_PREFIX) :]
+        model = plan.model_name(name)
+        if model.scheme.folder == "path":
+            named.append((("models", name, "arch"), str(model.folder), FOLDER))
+            model_folders.append((("models", name, "arch"), model))
+        if model.scheme.folder == "hub" and model.folder is None:
+            repo = model.identifier
             raise ConfigError(
                 f"{location(('models', name, 'arch'))}: {repo} is not in the Hugging Face cache"
                 f" ({hub_snapshot_parent(repo)}): download it first (hf download {repo}), so that its files are"
@@ -268,10 +256,12 @@ def check_inputs(plan: Plan) -> None:
             where = "" if Path(path).is_absolute() else f" (relative to {Path.cwd()}, the working directory)"
             raise ConfigError(f"{location(key)}: {'folder' if kind == FOLDER else 'file'} {path} not found{where}")
     # Before any folder is read for its digest: `local-dir:/etc` had every file of /etc hashed at planning.
-    for key, folder, prefix in model_folders:
-        marker = MODEL_FOLDER_MARKERS[prefix]
-        if not (folder / marker).is_file():
-            raise ConfigError(f"{location(key)}: {folder} holds no {marker}, so it is no {prefix} model folder")
+    for key, model in model_folders:
+        marker = model.scheme.marker
+        if not (model.folder / marker).is_file():
+            raise ConfigError(
+                f"{location(key)}: {model.folder} holds no {marker}, so it is no {model.scheme.prefix} model folder"
+            )
 
 
 # How far ahead of this machine's clock a file may be dated: timestamps of a

@@ -17,7 +17,7 @@ from pathlib import Path
 PACKAGE = "clipeval"
 # Files a module reads at import time besides Python: models/build.py registers the
 # shipped open_clip configs.
-DATA_FILES = {"clipeval.models.build": ("models/configs/*.json",)}
+DATA_FILES = {"clipeval.models.open_clip_models": ("models/configs/*.json",)}
 
 
 class CodeGraph:

@@ -9,6 +9,7 @@ import hashlib
 from importlib import metadata
 
 from clipeval.cli import command_module
+from clipeval.models.pretrained import BACKENDS
 from clipeval.planning.codegraph import CodeGraph, command_entry_modules
 
 
@@ -20,10 +21,6 @@ def installed_version(distribution: str) -> str:
         return "absent"
 
 
-# The libraries a model backend (models/build.py) builds its models with, beside its command's LIBRARIES.
-BACKEND_LIBRARIES = {"transformers_models": ("transformers", "tokenizers"), "cnclip_models": ("cn_clip",)}
-
-
 def code_fingerprint(graph: CodeGraph, command: str, source_format: str | None = None, model_backends=()) -> str:
     """A digest of the code `python -m clipeval COMMAND [FORMAT]` runs, for models of these backends, and its
     libraries' versions."""
@@ -32,7 +29,7 @@ def code_fingerprint(graph: CodeGraph, command: str, source_format: str | None =
     # With the command's own modules, the installed versions of the libraries
     # that shape its output (its module's LIBRARIES, and its model backends').
     libraries = [*command_module(command).LIBRARIES]
-    libraries += [library for backend in sorted(set(model_backends)) for library in BACKEND_LIBRARIES[backend]]
+    libraries += [library for backend in sorted(set(model_backends)) for library in BACKENDS[backend].libraries]
     for library in libraries:
         digest.update(f"{library}=={installed_version(library)}\n".encode())
     return digest.hexdigest()[:16]

@@ -13,7 +13,7 @@ from pathlib import Path
 from clipeval.data.sources import FILE, FOLDER, format_names, source_format
 from clipeval.errors import ClipevalError
 from clipeval.metric_catalog import DEFAULT_RANKING_AT, DEFAULT_RECALL_AT
-from clipeval.models.pretrained import is_checkpoint_path, model_backend, weights_folder
+from clipeval.models.pretrained import is_checkpoint_path, parse_model_name
 from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_artifact_pattern
 from clipeval.planning.keys import definition_key
 from clipeval.planning.series import EPOCH, SERIES_KEY
@@ -66,9 +66,12 @@ class Plan:
         }
 
     def model_backends(self, models: list[str]) -> list[str]:
-        """The modules that build these models where open_clip does not (models/pretrained.model_backend)."""
-        backends = {model_backend(self.model(name).get("arch", "")) for name in models}
-        return sorted(backend for backend in backends if backend)
+        """The modules of clipeval.models that build these models (their backends, models/build.py)."""
+        return sorted({self.model_name(name).backend.module for name in models})
+
+    def model_name(self, name: str):
+        """The model's arch, parsed (models/pretrained.ModelName)."""
+        return parse_model_name(self.model(name).get("arch", ""))
 
     def is_features_model(self, name: str) -> bool:
         return "features" in self.model(name)
@@ -381,7 +384,7 @@ class Plan:
         named = []
         for name in models:
             entry = self.model(name)
-            folder = weights_folder(entry.get("arch", ""))
+            folder = self.model_name(name).folder
             if folder is not None:
                 named.append((FOLDER, str(folder)))
             if "train" not in entry and is_checkpoint_path(entry.get("pretrained", "")):
