@@ -57,7 +57,7 @@ def pytest_collection_modifyitems(items):
 
 
 # `make test-fast` runs the tests marked neither of these: whole workflows (Snakemake, the cluster, emulated
-# CPUs, a reader's 300 mutated files) are `workflow`, chains of commands in new processes `slow`.
+# CPUs, a reader's 300 mutated files) are `workflow`; new processes, training or over a second a test `slow`.
 SLOW_TIERS = ("workflow", "slow")
 _running = {}
 

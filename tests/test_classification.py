@@ -47,6 +47,7 @@ def test_ties_go_to_the_lower_class_index():
     assert ranked_classes(images, classes).tolist() == [[1, 2, 0]]
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_metrics_match_scikit_learn(data):

@@ -114,6 +114,7 @@ def test_class_folders_that_do_not_match_the_names(tmp_path, folders, names, mes
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_imagefolder_bad_images_and_templates(tmp_path, folders):
     (folders / "dog/broken.png").write_bytes(png(1)[:30])
     result = import_folder(tmp_path, folders, "cat\ndog\n")
@@ -147,6 +148,7 @@ def bomb_png(width, height):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", b"".join(parts)) + chunk(b"IEND", b"")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width, height", [(10_000, 9_000), (20_000, 20_000)])
 def test_a_decompression_bomb_is_refused_before_it_is_decoded(tmp_path, folders, width, height):
     """90M pixels: PIL would only warn and decode it (then convert it to RGB); 400M: PIL refuses on its own."""

@@ -119,6 +119,7 @@ def test_text_features(tiny, shapes_dataset):
     assert np.allclose(np.linalg.norm(matrix, axis=1), 1, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bf16", "amp"])
 def test_reduced_precision_on_cpu_stays_close(tiny_checkpoint, shapes_dataset, precision):
     store, _ = open_dataset(shapes_dataset)

@@ -54,6 +54,7 @@ def prepare(root, out, *options):
     return run_cli("prepare", "wds_classification", "--export", root, "--out", out, *options)
 
 
+@pytest.mark.slow
 def test_a_head_takes_its_prefixed_classes_and_templates_and_its_npy_column_as_the_class(tmp_path):
     root = write_fairface(tmp_path / "fairface")
     result = prepare(root, tmp_path / "gender", "--groups", *FIELDS, "--objective", "gender")
@@ -68,6 +69,7 @@ def test_a_head_takes_its_prefixed_classes_and_templates_and_its_npy_column_as_t
     assert json.loads((tmp_path / "race/classes.json").read_text())["classnames"] == RACES
 
 
+@pytest.mark.slow
 def test_a_heads_accuracy_by_race_binary_is_the_hand_count(tmp_path):
     root = write_fairface(tmp_path / "fairface")
     out = tmp_path / "gender"

@@ -314,6 +314,7 @@ def wandb_records(path):
     return records
 
 
+@pytest.mark.slow
 def test_a_follow_logs_each_series_to_its_wandb_run_offline_and_not_twice_after_a_restart(tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     from clipeval.following.wandb_runs import WandbRuns

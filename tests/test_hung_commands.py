@@ -7,6 +7,7 @@ import pytest
 from conftest import run_cli
 
 
+@pytest.mark.slow
 def test_a_command_that_hangs_fails_its_test_and_shows_where_it_waited(tmp_path):
     fifo = tmp_path / "arguments.json"
     os.mkfifo(fifo)  # opening it to read waits for a writer that never comes

@@ -103,6 +103,7 @@ def run_both(warm_jobs, tmp_path, *words):
     return results
 
 
+@pytest.mark.slow
 def test_a_forked_job_writes_the_bytes_and_says_the_words_of_a_new_interpreter(warm_jobs, tmp_path):
     rng = np.random.default_rng(0)
     write_features(tmp_path / "shard.jsonl", "image_id", np.arange(5), rng.normal(size=(5, 8)).astype(np.float32))
@@ -126,6 +127,7 @@ def opened_by_a_reader(fifo, seconds=60):
             time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_a_job_whose_python_is_killed_is_interrupted_in_its_fork(warm_jobs, tmp_path):
     fifo = tmp_path / "arguments.json"
     os.mkfifo(fifo)  # opening it to read waits for a writer: the job waits as long as the test wants
@@ -148,6 +150,7 @@ def test_a_job_whose_python_is_killed_is_interrupted_in_its_fork(warm_jobs, tmp_
     os.close(writer)
 
 
+@pytest.mark.slow
 def test_an_interrupt_the_job_did_not_take_is_sent_again_and_none_after_it_took_one():
     """A SIGINT that lands between the interpreter's last look at its signals and a blocking read waits for a
     look that never comes: it failed the kill test above under load. Here the first one is lost on purpose."""

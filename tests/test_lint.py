@@ -32,6 +32,7 @@ def test_ruff_format_leaves_every_file_as_it_is():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_snakefmt_leaves_every_rule_file_as_it_is():
     result = run("snakefmt", "--check", ".")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -170,6 +170,7 @@ def test_contrastive_loss_matches_hand_computation():
     assert loss == pytest.approx((cross_entropy(logits) + cross_entropy(columns)) / 2, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_saves_an_open_clip_checkpoint(tmp_path, shapes_dataset):
     output = tmp_path / "model" / "checkpoint.pt"
     settings = TrainingSettings("clipeval-tiny", epochs=3, batch_size=20, lr=2e-3, seed=0)
@@ -182,6 +183,7 @@ def test_training_lowers_the_loss_and_saves_an_open_clip_checkpoint(tmp_path, sh
         assert torch.equal(value, trained[name]), name
 
 
+@pytest.mark.slow
 def test_training_is_deterministic(tmp_path, shapes_dataset):
     for name in ("a.pt", "b.pt"):
         settings = TrainingSettings("clipeval-tiny", epochs=1, batch_size=20, lr=1e-3, seed=3)
@@ -241,6 +243,7 @@ def is_text_tower(name):
     return not name.startswith("visual.") and name != "logit_scale"
 
 
+@pytest.mark.slow
 def test_a_fine_tune_keeps_its_frozen_tower_and_resumes_epoch_by_epoch_to_the_bits_of_one_training(
     tmp_path, shapes_dataset, tiny_checkpoint
 ):
@@ -262,6 +265,7 @@ def test_a_fine_tune_keeps_its_frozen_tower_and_resumes_epoch_by_epoch_to_the_bi
     assert not any(torch.equal(start[name], tuned[name]) for name in start if name.startswith("visual.proj"))
 
 
+@pytest.mark.slow
 def test_resuming_from_another_epochs_state_is_one_error(tmp_path, shapes_dataset):
     settings = TrainingSettings("clipeval-tiny", epochs=3, batch_size=20, lr=1e-3, seed=1)
     state = tmp_path / "1.state"
@@ -276,6 +280,7 @@ def test_resuming_from_another_epochs_state_is_one_error(tmp_path, shapes_datase
     assert not (tmp_path / "2.pt").exists() and not (tmp_path / "3.pt").exists()
 
 
+@pytest.mark.slow
 def test_a_bfloat16_training_keeps_float32_weights(tmp_path, shapes_dataset):
     settings = TrainingSettings("clipeval-tiny", epochs=1, batch_size=20, lr=1e-3, seed=1, precision="bf16")
     losses = train_clip(settings, shapes_dataset, tmp_path / "bf16.pt", log=lambda _: None)
@@ -311,6 +316,7 @@ def test_the_train_command_refuses_half_precision_on_the_cpu_under_the_portable_
     assert not pins_training("portable", "amp", "cpu") and pins_training("portable", "fp32", "cpu")
 
 
+@pytest.mark.slow
 def test_a_training_set_too_large_to_hold_is_preprocessed_a_batch_at_a_time_to_the_same_bits(
     tmp_path, shapes_dataset, monkeypatch
 ):
@@ -329,6 +335,7 @@ def test_a_tags_activation_and_preprocessing_are_what_open_clip_sets_beyond_its_
     assert tag_settings("ViT-B-16-SigLIP", "webli")["resize_mode"] == "squash"
 
 
+@pytest.mark.slow
 def test_a_checkpoint_fine_tuned_from_a_tag_is_built_with_the_tags_settings(tmp_path, tiny_checkpoint, shapes_dataset):
     from open_clip.transformer import QuickGELU
     from torchvision.transforms import Normalize

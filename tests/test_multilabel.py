@@ -105,6 +105,7 @@ def expected_precisions(features):
     ]
 
 
+@pytest.mark.slow
 def test_the_command_scores_mean_average_precision_over_the_classes_with_images(tmp_path):
     _, out = prepared(tmp_path)
     features = random_features(1)
@@ -127,6 +128,7 @@ def test_the_command_scores_mean_average_precision_over_the_classes_with_images(
     ]
 
 
+@pytest.mark.slow
 def test_two_models_are_compared_by_their_paired_map(tmp_path, monkeypatch):
     _, out = prepared(tmp_path)
     first, first_record = scored(tmp_path, out, random_features(1), "first")
@@ -202,6 +204,7 @@ def test_the_confusion_of_a_multilabel_set_counts_each_held_class_against_a_wron
     ]
 
 
+@pytest.mark.slow
 def test_the_class_figure_of_a_multilabel_set_shows_average_precision(tmp_path):
     _, out = prepared(tmp_path)
     scored(tmp_path, out, random_features(1), "model")

@@ -43,6 +43,7 @@ def test_retrieval_shards_keep_each_images_bytes_and_captions_in_shard_order(tmp
     assert [(int(ids[0]), text) for ids, text in zip(captions.image_ids, captions.texts)] == expected
 
 
+@pytest.mark.slow
 def test_classification_shards_take_the_hubs_class_names_or_a_file(tmp_path):
     folder = write_parquet_shards(tmp_path / "hub", kind="classification")
     result = prepare_classes(folder, tmp_path, "d")
@@ -105,6 +106,7 @@ def test_a_bad_shard_is_one_line_naming_it_and_writes_nothing(tmp_path, options,
     assert result.stderr.startswith(f"clipeval: error: {message.format(f=folder)}") and result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_label_past_the_class_names_or_no_class_names_are_refused(tmp_path):
     folder = write_parquet_shards(tmp_path / "hub", kind="classification")
     (tmp_path / "names.txt").write_text("one\ntwo\n")
@@ -120,6 +122,7 @@ def test_a_label_past_the_class_names_or_no_class_names_are_refused(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_hub_repository_downloaded_whole_gives_only_the_split_asked_for(tmp_path):
     """The CIFAR-10 example downloads a hub repository whole: train shards beside the test shards joined the
     test set. Only the split asked for is read, the others named in a note."""

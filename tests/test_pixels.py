@@ -77,6 +77,7 @@ def features(model, store, **options):
         {"resize_mode": "longest"},  # letterbox: longest side resized, padded
     ],
 )
+@pytest.mark.slow
 def test_features_from_stored_pixels_are_the_bits_of_decoding(tiny_checkpoint, varied_store, tmp_path, preprocess):
     model = build_model("clipeval-tiny", str(tiny_checkpoint), preprocess=preprocess)
     recipe = pixel_recipe("clipeval-tiny", str(tiny_checkpoint), preprocess)

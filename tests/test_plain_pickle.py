@@ -140,6 +140,7 @@ VALID_BATCH = {b"labels": [1, 2], b"data": np.zeros((2, 6), dtype=np.uint8)}
 @pytest.mark.parametrize(
     "valid", [python2_pickle(VALID_BATCH), pickle.dumps(VALID_BATCH, protocol=5)], ids=["python2", "protocol5"]
 )
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_no_mutation_of_a_valid_batch_crashes_the_reader(valid, data):

@@ -246,6 +246,7 @@ def score_probe_command(tmp_path, *shots, env=None):
     )
 
 
+@pytest.mark.slow
 def test_the_command_scores_a_probe_and_refuses_splits_that_do_not_match(tmp_path):
     features, labels = clustered(60, classes=3)
     write_split(tmp_path / "train", ["a", "b", "c"], labels[:40], features[:40])

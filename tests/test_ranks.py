@@ -140,6 +140,7 @@ def reference_metrics(ranks, ks):
 vectors = st.lists(st.integers(-2, 2), min_size=3, max_size=3).filter(any)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_every_metric_matches_a_brute_force_ranking(data):
@@ -191,6 +192,7 @@ def folds_dataset(rng, num_images=2000, captions_per_image=2):
     return image_ids, images, text_ids, owners, texts
 
 
+@pytest.mark.slow
 def test_folds_1k_averages_metrics_computed_within_each_fold():
     image_ids, images, text_ids, owners, texts = folds_dataset(np.random.default_rng(0))
     truth = {int(t): [int(o)] for t, o in zip(text_ids, owners)}
@@ -368,6 +370,7 @@ def test_a_paired_comparison_covers_the_ranking_metrics():
         compare_models(("a", "b"), first_ranks, other_ks, "b.json")
 
 
+@pytest.mark.slow
 def test_a_gallery_of_ties_is_ranked_in_bounded_memory(tmp_path):
     """1500 identical images and captions: every score ties, so the exactly scored band is the whole
     1500 × 1500 matrix; scoring it as float64 copies of both sides took 5 GB here."""

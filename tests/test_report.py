@@ -83,6 +83,7 @@ def test_the_best_model_of_each_dataset_is_bold_and_intervals_follow_values():
     assert "n/a" in html
 
 
+@pytest.mark.slow
 def test_report_commands_write_figures_and_their_numbers(tmp_path):
     ranks = {
         "task": "retrieval",

@@ -135,6 +135,7 @@ def test_the_best_step_per_dataset_is_marked_the_earliest_on_a_tie():
     ]
 
 
+@pytest.mark.slow
 def test_the_series_figure_refuses_a_table_that_is_not_the_summarys_in_one_line(tmp_path):
     from conftest import run_cli
 

@@ -114,6 +114,7 @@ def test_features_are_the_library_s_own_forward_pass(tmp_path, shapes_dataset, k
     np.testing.assert_allclose(texts, expected_texts, atol=2e-6)
 
 
+@pytest.mark.slow
 def test_a_folder_that_cannot_be_loaded_is_named_in_one_line(tmp_path):
     folder = tmp_path / "clip"
     write_clip_folder(folder)
@@ -139,6 +140,7 @@ def test_a_folder_that_cannot_be_loaded_is_named_in_one_line(tmp_path):
         build_model(arch, "", preprocess={"mean": [0, 0, 0]})
 
 
+@pytest.mark.slow
 def test_a_folder_missing_weights_is_refused_not_started_at_random(tmp_path):
     from safetensors.torch import load_file, save_file
 
@@ -227,6 +229,7 @@ class RunsCode:
         return (os.system, (f"touch {self.marker}",))
 
 
+@pytest.mark.slow
 def test_pytorch_model_bin_weights_are_checked_to_be_plain_tensors_at_the_start(tmp_path):
     """A folder whose pytorch_model.bin pickles more than tensors passed the start check, and its job ended in
     an UnpicklingError traceback; one of plain tensors (save_pretrained's older format) loads."""

@@ -110,6 +110,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_command_with_one_line_and_no_output(tmp_path):
     """What every job of a run gets when the user presses Ctrl-C: SIGINT, here in the middle of writing a
     dataset. Its log shows one line, not the frames the command was in."""
