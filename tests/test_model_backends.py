@@ -2,6 +2,7 @@
 module with the same four functions, and build.py naming none of them. A backend is added here the way
 test_source_formats adds a format: one module and one entry."""
 
+import ast
 import inspect
 import sys
 import types
@@ -12,6 +13,8 @@ import pytest
 from clipeval.models import build, pretrained
 from clipeval.models.model_check import model_problem
 from clipeval.models.pretrained import BACKENDS, SCHEMES, Backend, Scheme, parse_model_name
+from clipeval.planning import fingerprints
+from clipeval.planning.codegraph import CodeGraph
 
 REPO = Path(__file__).resolve().parents[1]
 CONTRACT = {
@@ -43,9 +46,19 @@ def test_every_backend_module_keeps_the_contract_and_build_names_none():
         for function, parameters in CONTRACT.items():
             assert list(inspect.signature(getattr(backend, function)).parameters) == parameters, (module, function)
     source = Path(build.__file__).read_text()
-    named = [word for word in [*BACKENDS, "import open_clip", "transformers", "cn_clip", "cnclip"] if word in source]
-    assert named == []
-    assert [scheme.prefix for scheme in SCHEMES if scheme.prefix in source] == []
+    assert [word for word in [*BACKENDS, *(scheme.prefix for scheme in SCHEMES)] if word in source] == []
+    imports = {
+        alias.name.split(".")[0] if isinstance(node, ast.Import) else node.module.split(".")[0]
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    assert imports & {"open_clip", "transformers", "cn_clip"} == set()
+    # Nor does it reach one through another module, which would put it in every model's fingerprint.
+    imported = CodeGraph(REPO / "workflow/clipeval").closure(["clipeval.models.build"])
+    assert [module for module in imported if module.rsplit(".", 1)[-1] in BACKENDS] == []
+    # A folder scheme's folder is checked for its marker before anything runs (planning/checks.py).
+    assert all(scheme.marker for scheme in SCHEMES if scheme.folder == "path")
 
 
 class Toy:
@@ -91,3 +104,9 @@ def test_a_backend_added_as_a_module_and_a_scheme_is_built_and_checked(monkeypat
     assert model_problem("m", "toy:known", "toy.pt", "fp32", "extract.precision", None) == (
         "models.m.pretrained: toy.pt: weights do not fit arch 'toy:known': one tensor too many"
     )
+    # The backend's libraries join its models' code fingerprints.
+    graph = CodeGraph(REPO / "workflow/clipeval")
+    monkeypatch.setattr(fingerprints, "installed_version", lambda library: "1")
+    before = fingerprints.code_fingerprint(graph, "extract-features", model_backends=["toy_models"])
+    monkeypatch.setattr(fingerprints, "installed_version", lambda library: "2" if library == "toylib" else "1")
+    assert fingerprints.code_fingerprint(graph, "extract-features", model_backends=["toy_models"]) != before

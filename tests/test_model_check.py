@@ -23,7 +23,7 @@ def test_differences_name_the_first_missing_unexpected_and_reshaped_keys():
 
 @pytest.fixture(scope="module")
 def tiny_weights():
-    from clipeval.models import build  # noqa: F401  registers clipeval-tiny with open_clip
+    from clipeval.models import open_clip_models  # noqa: F401  registers clipeval-tiny with open_clip
 
     return open_clip.create_model("clipeval-tiny").state_dict()
 

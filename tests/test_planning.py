@@ -654,7 +654,7 @@ def test_a_model_backend_s_code_reaches_the_fingerprints_of_its_models_jobs_alon
         before[edited] = extraction(edited)
     plan = plan_of(lambda c: c["models"].update(hf={"arch": "hf-transformers:m/hf", "pretrained": ""}))
     assert plan.model_backends(["b32", "hf"]) == ["open_clip_models", "transformers_models"]
-    assert plan.model_backends(["b32"]) == ["open_clip_models"]
+    assert plan.model_backends(["b32"]) == ["open_clip_models"] and plan.model_backends(["given"]) == []
 
 
 def test_the_default_config_plans_through_the_package(monkeypatch):

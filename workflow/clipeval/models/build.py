@@ -1,14 +1,15 @@
 """Build a model from its config entry's (arch, pretrained): the arch parsed once (models/pretrained.py) names
-the backend that builds it, a module of clipeval.models imported by name, so that the code fingerprints of a
-model's jobs cover its own backend alone (codegraph.command_entry_modules).
+the backend that builds it, a module of clipeval.models imported by name, so that the code fingerprints of
+the jobs that extract or encode with a model cover its own backend, not the others (codegraph.command_entry_modules).
 
 Every backend keeps one contract, with `name` the parsed arch:
 
 - `check_name(name)`: the model it names exists (a known model name, a complete folder), or one error;
 - `check_weights(name, pretrained)`: `pretrained` is what the model takes (a tag it has, a checkpoint file that
   exists, or nothing), or one error;
-- `checkpoint_misfit(name, checkpoint)`: why a checkpoint file does not fit the model, read without building it
-  (None where it fits or the backend checks the fit as it loads), and one error where it is not loadable;
+- `checkpoint_misfit(name, checkpoint)`: why a checkpoint file does not fit the model, found without loading its
+  weights into the model (None where it fits or the backend checks the fit as it loads), and one error where it
+  is not loadable;
 - `load(name, pretrained, device, precision, preprocess)`: (model in eval mode with encode_image and
   encode_text, eval preprocess of one PIL image, tokenizer of a list of captions).
 """

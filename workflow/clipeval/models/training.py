@@ -156,7 +156,7 @@ def train_clip(
     rng = np.random.default_rng(settings.seed)
     device = resolve_device(settings.device)
     # Built from the start's weights even where resumed weights replace them: a tag also sets the model's
-    # activation and preprocessing (build.tag_settings), which every epoch keeps.
+    # activation and preprocessing (open_clip_models.tag_settings), which every epoch keeps.
     model, preprocess, tokenizer = build_model(settings.arch, settings.start_from, device=device)
     carried = tag_settings(settings.arch, settings.start_from)
     freeze_towers(model, settings.freeze)

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 PACKAGE = "clipeval"
-# Files a module reads at import time besides Python: models/build.py registers the
+# Files a module reads at import time besides Python: the open_clip backend registers the
 # shipped open_clip configs.
 DATA_FILES = {"clipeval.models.open_clip_models": ("models/configs/*.json",)}
 
@@ -189,7 +189,7 @@ def _with_parents(module: str) -> list[str]:
 
 def command_entry_modules(command: str, source_format: str | None = None, model_backends=()) -> list[str]:
     """What `python -m clipeval COMMAND` starts from; `prepare FORMAT` loads its format's module by name, and a
-    command that builds a model not of open_clip its backend's (models/build.py)."""
+    command that builds a model the module of the model's backend, which models/build.py imports by name."""
     modules = [f"{PACKAGE}.__main__", f"{PACKAGE}.commands.{command.replace('-', '_')}"]
     if source_format:
         modules.append(f"{PACKAGE}.data.sources.{source_format}")

@@ -66,8 +66,9 @@ class Plan:
         }
 
     def model_backends(self, models: list[str]) -> list[str]:
-        """The modules of clipeval.models that build these models (their backends, models/build.py)."""
-        return sorted({self.model_name(name).backend.module for name in models})
+        """The modules of clipeval.models that build these models (their backends, models/build.py); a model of
+        precomputed features has none."""
+        return sorted({self.model_name(name).backend.module for name in models if self.model(name).get("arch")})
 
     def model_name(self, name: str):
         """The model's arch, parsed (models/pretrained.ModelName)."""
