@@ -469,9 +469,24 @@ def command_of_rule(workdir):
     return {rule: names.pop() for rule, names in commands.items()}
 
 
+def entry_modules_by_rule(workdir, commands):
+    """Each rule's entry modules as its `code` param takes them: a rule whose command builds the job's model
+    (model_code_fingerprint in the rule files) adds its model's backend, which models/build.py imports by name."""
+    from clipeval.models.pretrained import parse_model_name
+    from clipeval.planning.codegraph import command_entry_modules
+
+    rules = "".join(path.read_text() for path in (workdir / "workflow/rules").glob("*.smk"))
+    building = set(re.findall(r'model_code_fingerprint\("([a-z-]+)"\)', rules))
+    backends = {parse_model_name(entry["arch"]).backend.module for entry in formats_config()["models"].values()}
+    return {
+        rule: command_entry_modules(*command.split(), model_backends=backends if command in building else ())
+        for rule, command in commands.items()
+    }
+
+
 def test_each_rule_fingerprints_exactly_the_modules_its_jobs_imported(experiment):
     """The code a rule's fingerprint covers (its command's import closure) is what its jobs really loaded."""
-    from clipeval.planning.codegraph import CodeGraph, command_entry_modules
+    from clipeval.planning.codegraph import CodeGraph
 
     loaded = modules_loaded_by_rule(experiment)
     assert loaded["score_retrieval"] >= {
@@ -482,7 +497,8 @@ def test_each_rule_fingerprints_exactly_the_modules_its_jobs_imported(experiment
     commands = command_of_rule(experiment)
     assert set(commands) == set(loaded) - {"all"}
     graph = CodeGraph(experiment / "workflow/clipeval")
-    closures = {rule: set(graph.closure(command_entry_modules(*command.split()))) for rule, command in commands.items()}
+    entries = entry_modules_by_rule(experiment, commands)
+    closures = {rule: set(graph.closure(entries[rule])) for rule in commands}
     assert {rule: closures[rule] ^ loaded[rule] for rule in commands} == {rule: set() for rule in commands}
 
 
@@ -492,15 +508,17 @@ def test_editing_any_module_changes_the_code_param_of_exactly_the_rules_that_imp
     follows it is the re-run table's module rows (test_caching.py), run through Snakemake."""
     import shutil
 
-    from clipeval.planning.codegraph import CodeGraph, command_entry_modules
+    from clipeval.planning.codegraph import CodeGraph
 
     loaded = modules_loaded_by_rule(experiment)
     commands = command_of_rule(experiment)
     package = shutil.copytree(experiment / "workflow/clipeval", tmp_path / "clipeval")
 
+    entries = entry_modules_by_rule(experiment, commands)
+
     def fingerprints():
         graph = CodeGraph(package)
-        return {rule: graph.digest(command_entry_modules(*command.split())) for rule, command in commands.items()}
+        return {rule: graph.digest(entries[rule]) for rule in commands}
 
     before = fingerprints()
     mismatches = []
