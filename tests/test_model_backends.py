@@ -4,6 +4,8 @@ test_source_formats adds a format: one module and one entry."""
 
 import ast
 import inspect
+import re
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -110,3 +112,12 @@ def test_a_backend_added_as_a_module_and_a_scheme_is_built_and_checked(monkeypat
     before = fingerprints.code_fingerprint(graph, "extract-features", model_backends=["toy_models"])
     monkeypatch.setattr(fingerprints, "installed_version", lambda library: "2" if library == "toylib" else "1")
     assert fingerprints.code_fingerprint(graph, "extract-features", model_backends=["toy_models"]) != before
+
+
+@pytest.mark.slow
+def test_the_import_config_readme_names_registers_the_demo_model_in_a_new_interpreter():
+    readme = (REPO / "config/README.md").read_text(encoding="utf-8")
+    (module,) = re.findall(r"after `import ([\w.]+)`, which registers the config", readme)
+    script = f"import open_clip, {module}; open_clip.create_model('clipeval-tiny')"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
