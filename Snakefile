@@ -69,9 +69,9 @@ localrules:
 
 # Before the first job: the cores against the numerics' threads, the warm
 # jobs' manager started, and the models checked (arch, weights, precision).
-# After the last: the warm jobs' servers stopped, and this experiment's
-# record, which makes its name this config's (common.smk). A dry run does
-# none of them.
+# After the last: the warm jobs' servers and Snakemake's idle timers stopped,
+# and this experiment's record, which makes its name this config's
+# (common.smk). A dry run does none of them.
 onstart:
     check_cores_as_the_run_starts()
     start_warm_jobs()
@@ -79,12 +79,12 @@ onstart:
 
 
 onsuccess:
-    stop_warm_jobs()
+    end_of_run()
     write_experiment_record()
 
 
 onerror:
-    stop_warm_jobs()
+    end_of_run()
     print_failed_jobs(log)
 
 

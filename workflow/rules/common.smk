@@ -35,6 +35,7 @@ from clipeval.storage.config_files import alias_error, duplicate_key_error, yte_
 from clipeval.planning.model_checks import check_in_subprocess, check_models
 from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.failed_jobs import failure_lines
+from clipeval.planning.idle_timers import cancel_idle_timers
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
 from clipeval.planning.series import expand_checkpoint_series
 from clipeval.storage.jsonl import write_json
@@ -206,6 +207,13 @@ def start_warm_jobs():
 def stop_warm_jobs():
     if WARM_JOBS is not None:
         WARM_JOBS.close()
+
+
+def end_of_run():
+    """After the last job (onsuccess, onerror): the warm jobs' servers stopped, and Snakemake's idle timers
+    cancelled, which its process would otherwise wait up to a second for (planning/idle_timers.py)."""
+    stop_warm_jobs()
+    cancel_idle_timers()
 
 
 def print_failed_jobs(run_logs):
