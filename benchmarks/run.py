@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+import decoding
 import extraction
 import feature_io
 import knn
@@ -67,6 +68,7 @@ if __name__ == "__main__":
     tee = sys.stdout = Tee(sys.stdout)
     print(f"Machine: {machine()}")
     extraction.main([])  # first: it pins torch's numerics, which must happen before anything imports torch
+    decoding.main([])
     planning.main([])
     knn.main([])
     knn_settings.main([])

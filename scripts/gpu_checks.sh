@@ -4,7 +4,9 @@
 #   scripts/gpu_checks.sh bench fp32 fp16 …   the extraction benchmark on the GPU at each precision
 #   scripts/gpu_checks.sh peer                CLIP_benchmark beside clipeval on the GPU (benchmarks/peer.py),
 #                                             then where its CPU stages spent their time (stage_costs.py)
-#   scripts/gpu_checks.sh all                 the stored-pixel GPU tests, then peer at 1,000 images, no sweep
+#   scripts/gpu_checks.sh decoding            decode-pixels by its number of loader processes, up to every core
+#   scripts/gpu_checks.sh all                 the stored-pixel GPU tests, decoding (1,000 images), then peer at
+#                                             1,000 images, no sweep
 # IMAGES (default 2048; 5000 for peer, 1000 under all) and ROUNDS (default 2) size the benchmarks; SWEEP adds the
 # sweep (extraction's table: models, default 0; peer's row: checkpoints, default 10, 0 under all, of which
 # PEER_SWEEP_RUNS CLIP_benchmark runs are timed, default 2). STAGE_COSTS=0 leaves out peer's stage_costs.py.
@@ -57,17 +59,25 @@ run_peer() {
     (cd benchmarks && python3 stage_costs.py "$kept" 2>&1 | without_warnings "$out/stage_costs.md")
   fi
 }
+# decode-pixels' rate by loader processes against one core's (benchmarks/decoding.py): on 16 cores, #58 asks 10×.
+run_decoding() {
+  (cd benchmarks && python3 decoding.py --images "${DECODE_IMAGES:-1000}" 2>&1 | without_warnings "$out/decoding.md")
+}
 case "${1:-}" in
 tests)
   run_tests
+  ;;
+decoding)
+  run_decoding
   ;;
 peer)
   run_peer
   ;;
 all)
   run_short_tests >/dev/null
+  run_decoding >/dev/null
   IMAGES=${IMAGES:-1000} SWEEP=${SWEEP:-0} run_peer >/dev/null
-  cat "$out/tests.txt" "$out/peer.md" "$out/stage_costs.md"
+  cat "$out/tests.txt" "$out/decoding.md" "$out/peer.md" "$out/stage_costs.md"
   ;;
 bench)
   shift
@@ -79,7 +89,7 @@ bench)
   done
   ;;
 *)
-  echo "usage: scripts/gpu_checks.sh tests | bench PRECISION... | peer | all" >&2
+  echo "usage: scripts/gpu_checks.sh tests | bench PRECISION... | decoding | peer | all" >&2
   exit 2
   ;;
 esac

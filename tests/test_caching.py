@@ -21,6 +21,7 @@ from snakemake_runner import (
     run_as_planned,
     run_jobs,
     small_experiment,
+    snakemake,
 )
 
 pytestmark = [pytest.mark.workflow, pytest.mark.minutes(9)]
@@ -559,6 +560,17 @@ def test_a_precomputed_features_model_scores_like_the_model_that_made_them(basel
     given = Path(folders(workdir)["models"]["given"]).name
     assert not (workdir / "results/features" / given).exists()  # its features are its files: nothing extracted
     assert planned_jobs(workdir) == {}
+
+
+@pytest.mark.parametrize(("cores", "processes"), [("8", "6"), ("3", "2"), ("1", "1")])
+def test_decode_pixels_decodes_in_every_core_the_extraction_beside_it_leaves(baseline, tmp_path, cores, processes):
+    """A dry run forced to decode again shows each job's command: as many decoding processes as its threads, the
+    cores less the two of the extraction beside it, at least two (Snakemake scales them down to --cores)."""
+    workdir = copy_experiment(baseline, tmp_path / "experiment")
+    result = snakemake(workdir, "--dry-run", "--cores", cores, "--forcerun", "decode_pixels")
+    commands = [line for line in result.stdout.splitlines() if "-m clipeval decode-pixels " in line]
+    assert result.returncode == 0 and len(commands) == 2, result.stdout + result.stderr
+    assert all(f" --num-workers {processes} " in command for command in commands)
 
 
 def test_the_small_experiment_ran_its_jobs_in_the_workflows_warm_servers(baseline):

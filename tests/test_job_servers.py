@@ -3,6 +3,7 @@ in a new interpreter. The workflow's own runs of them are checked in test_cachin
 warm), test_slurm.py (a cluster run, which starts none, gives the same bytes) and test_caching.py's kill test."""
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ import pytest
 from conftest import REPO
 
 from clipeval.features.feature_files import write_features
-from clipeval.warm_jobs.decide import ServerKey, differing_variables, server_key, wanted
+from clipeval.warm_jobs.decide import THREAD_VARIABLES, ServerKey, differing_variables, server_key, wanted
 from clipeval.warm_jobs.manager import WarmJobs
 
 JOB = {"OMP_NUM_THREADS": "2", "PATH": "/bin", "HOME": "/root"}
@@ -30,8 +31,10 @@ def test_a_torch_command_forks_from_a_server_of_its_profile_and_threads():
     assert server_key(clipeval_args("train", "--numerics=native"), JOB, "portable")[0] == ServerKey(
         "torch", "native", "2"
     )
-    # A torch command that takes no profile (it computes nothing) joins the run's.
-    assert server_key(clipeval_args("decode-pixels"), JOB, "native")[0] == ServerKey("torch", "native", "2")
+    # A torch command that takes no profile (it computes nothing) joins the run's; decode-pixels decodes in
+    # processes of its own, so its threads are those of any server.
+    assert server_key(clipeval_args("describe-model"), JOB, "native")[0] == ServerKey("torch", "native", "2")
+    assert server_key(clipeval_args("decode-pixels"), JOB, "native")[0] == ServerKey("torch", "native", None)
     assert server_key(clipeval_args("score-retrieval"), {**JOB, "OMP_NUM_THREADS": "1"}, "portable")[0] == ServerKey(
         "plain", None, "1"
     )
@@ -57,6 +60,28 @@ def test_only_variables_read_at_run_time_may_differ_from_the_servers_first_job()
     assert differing_variables(JOB, {**JOB, "PS1": "(.venv) $ "}) == []
     assert differing_variables({**JOB, "CUDA_VISIBLE_DEVICES": "1"}, JOB) == ["CUDA_VISIBLE_DEVICES"]
     assert differing_variables({k: v for k, v in JOB.items() if k != "HOME"}, JOB) == ["HOME"]
+
+
+def test_a_job_of_any_threads_forks_from_the_first_server_of_its_kind_and_profile(tmp_path):
+    decoding = {**JOB, "OMP_NUM_THREADS": "14", "MKL_NUM_THREADS": "14"}
+    key = server_key(clipeval_args("decode-pixels"), decoding, "portable")[0]
+    jobs = WarmJobs("portable", tmp_path / "warm_jobs.log")
+    assert jobs._server_for(key, decoding) == ServerKey("torch", "portable", "14")  # none yet: one of its own
+    jobs.servers = {
+        ServerKey("plain", None, "2"): object(),
+        ServerKey("torch", "native", "2"): object(),
+        ServerKey("torch", "portable", "1"): None,  # did not start
+        ServerKey("torch", "portable", "2"): object(),
+    }
+    assert jobs._server_for(key, decoding) == ServerKey("torch", "portable", "2")
+    extracting = server_key(clipeval_args("extract-features"), decoding, "portable")[0]
+    assert jobs._server_for(extracting, decoding) == ServerKey("torch", "portable", "14")
+    # Its thread counts aside, it must set what the server's first job set.
+    first = {**JOB, "MKL_NUM_THREADS": "2"}
+    assert differing_variables(decoding, first, any_threads=True) == []
+    assert differing_variables({**decoding, "HOME": "/tmp"}, first, any_threads=True) == ["HOME"]
+    assert differing_variables(decoding, first) == ["MKL_NUM_THREADS", "OMP_NUM_THREADS"]
+    shutil.rmtree(jobs.folder)
 
 
 def test_warm_jobs_start_only_for_local_jobs_in_this_interpreter():
@@ -114,6 +139,33 @@ def test_a_forked_job_writes_the_bytes_and_says_the_words_of_a_new_interpreter(w
     assert missing["warm"][2].startswith("clipeval: error: ") and len(missing["warm"][2].splitlines()) == 1
     log = (tmp_path / "logs/warm_jobs.log").read_text().splitlines()
     assert log == ["warm plain-1 gather-features"] * 2
+
+
+@pytest.mark.slow
+def test_decode_pixels_forks_under_any_threads_and_writes_the_bits_of_one_process(warm_jobs, tmp_path):
+    from test_pixels import varied_images
+
+    from clipeval.data.image_lmdb import write_image_store
+
+    write_image_store(tmp_path / "images.lmdb", varied_images(37))
+    pixels = {}
+    for how, python, threads, workers in (
+        ("one process", sys.executable, "1", 0),
+        ("fork, 1 thread", warm_jobs.bin / "python", "1", 1),
+        ("fork, 3 threads", warm_jobs.bin / "python", "3", 3),
+    ):
+        words = ["--images", "images.lmdb", "--recipe", "40x40-shortest-bicubic-fill0", "--num-workers", str(workers)]
+        result = subprocess.run(
+            [str(python), *clipeval_args("decode-pixels", *words, "--output", how)],
+            cwd=tmp_path,
+            env={**job_environment(warm_jobs.bin), **dict.fromkeys(THREAD_VARIABLES, threads)},
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, result.stderr
+        pixels[how] = (tmp_path / how / "pixels.npy").read_bytes()
+    assert pixels["fork, 1 thread"] == pixels["one process"] == pixels["fork, 3 threads"]
+    assert (tmp_path / "logs/warm_jobs.log").read_text().splitlines() == ["warm torch-portable-1 decode-pixels"] * 2
 
 
 def opened_by_a_reader(fifo, seconds=60):

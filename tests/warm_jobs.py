@@ -34,6 +34,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from clipeval.warm_jobs.decide import THREAD_VARIABLES
+
 # Commands that import torch: all but decode-pixels and check-models pin the numerics profile and compute with
 # torch; decode-pixels loads images with torch's DataLoader through open_clip's transforms, PIL computing, and
 # check-models computes nothing, so the profile the torch servers pinned changes nothing of what they write.
@@ -49,10 +51,6 @@ PRELOADED = {
 
 # Snakemake gives each job its thread count in these variables, which libraries read when they load: a server
 # has them set as the jobs it runs do. One server for each kind and thread count that the rules use.
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-)  # fmt: skip
 SERVERS = (("torch", 2), ("torch", 1), ("plain", 1), ("plain", 2))
 
 # Set to 1, a fork lists at the end of the job's standard error the modules of the package it loaded, one line

@@ -84,6 +84,21 @@ def array_job_threads(wildcards):
     return max(COMPUTE_THREADS, (local_cores() or 0) // 4)
 
 
+def decode_threads(wildcards):
+    """decode-pixels' processes, each decoding images: on a local run every core the extraction job beside it
+    leaves (at least as many as it takes), on a cluster `extract.num_workers` (at least one)."""
+    cores = local_cores()
+    if cores is None:
+        return max(1, config["extract"]["num_workers"])
+    return max(COMPUTE_THREADS, cores - COMPUTE_THREADS)
+
+
+def decode_knobs():
+    """extract's speed knobs for decode-pixels, whose loader processes are its threads (`num_workers` is the
+    resource its command reads, so that a change of the cores re-runs nothing)."""
+    return {**speed_knobs("extract"), "num_workers": lambda wildcards, threads: threads}
+
+
 def speed_knobs(section):
     return {knob: as_resource(config[section][knob]) for knob in SPEED_KNOBS[section]}
 

@@ -99,9 +99,10 @@ rule decode_pixels:
         shard=r"\d+",
     conda:
         ENV_FILE
-    threads: COMPUTE_THREADS
+    # A decoding process for each thread; the pixels are the same bits for any number of them.
+    threads: decode_threads
     resources:
-        **speed_knobs("extract"),
+        **decode_knobs(),
     params:
         images=dataset_artifact("dataset_images"),
         shard_size=config["extract"]["shard_size"],

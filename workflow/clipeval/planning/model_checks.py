@@ -18,6 +18,7 @@ from clipeval.data.sources import FILE
 from clipeval.models.pretrained import is_checkpoint_path
 from clipeval.planning.plan import ConfigError, Plan
 from clipeval.planning.series import config_name
+from clipeval.warm_jobs.decide import THREAD_VARIABLES
 
 PASSED = Path(".snakemake/clipeval-model-checks")
 UNCHECKED_DEVICE = "-"
@@ -71,13 +72,6 @@ def check_models(plan: Plan, check_device: bool, content_digest, code: str, run_
     passed.mkdir(parents=True, exist_ok=True)
     for _, record in unchecked:
         record.touch()
-
-
-# What Snakemake sets for a job, to its thread count.
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-)  # fmt: skip
 
 
 def check_in_subprocess(words: list[str], package_parent: Path, first_on_path=(), threads: int = 1) -> list[str]:

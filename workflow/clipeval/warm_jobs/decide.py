@@ -6,6 +6,15 @@ from dataclasses import dataclass
 from clipeval.cli import command_module, command_names
 from clipeval.numerics import PORTABLE_ENVIRONMENT, PROFILES, WAIT_POLICY
 
+# What Snakemake sets for a job, to its thread count; the libraries read them as they load.
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)  # fmt: skip
+# Commands whose libraries compute nothing in their own threads, so that a server of any thread count may fork
+# them: decode-pixels decodes in loader processes of its own, one per thread the job is given.
+ANY_THREADS = frozenset({"decode-pixels"})
+
 # Variables that may differ between a job and the server that forks it: the fork adopts them, and nothing reads
 # them when a library loads (tempfile looks its folder up again in the fork). PS1 and PS2: a non-interactive bash,
 # which runs each shell job, unsets the prompts an activated virtual environment exports.
@@ -21,11 +30,12 @@ PRELOAD = {
 
 @dataclass(frozen=True)
 class ServerKey:
-    """What a server's processes have loaded, and how: a job forks only from a server of its own key."""
+    """What a server's processes have loaded, and how: a job forks only from a server of its own key, or of any
+    thread count where its threads are None."""
 
     kind: str  # torch or plain
     profile: str | None  # the numerics profile torch loaded under; None for plain
-    threads: str  # the job's OMP_NUM_THREADS, which the libraries read as they load
+    threads: str | None  # the job's OMP_NUM_THREADS, which the libraries read as they load; None: any
 
     @property
     def name(self) -> str:
@@ -51,7 +61,7 @@ def server_key(args: list[str], env: dict, run_profile: str) -> tuple[ServerKey 
     module = command_module(args[2])
     if not getattr(module, "WARM_START", True):
         return None, "sets what its libraries read as they load"
-    threads = env.get("OMP_NUM_THREADS", "")
+    threads = None if args[2] in ANY_THREADS else env.get("OMP_NUM_THREADS", "")
     if "torch" not in module.LIBRARIES:
         return ServerKey("plain", None, threads), ""
     profile = option_value(args, "--numerics") or run_profile
@@ -73,10 +83,10 @@ def server_environment(key: ServerKey, env: dict) -> dict:
     return {WAIT_POLICY[0]: WAIT_POLICY[1], **env, **pinned}
 
 
-def differing_variables(env: dict, first_env: dict) -> list[str]:
+def differing_variables(env: dict, first_env: dict, any_threads: bool = False) -> list[str]:
     """The variables a job sets otherwise than the first job of its server, whose environment the server loaded
-    its libraries under (ADOPTED aside)."""
-    keys = (set(env) | set(first_env)) - ADOPTED
+    its libraries under (ADOPTED aside, and the thread counts for a job of any_threads)."""
+    keys = (set(env) | set(first_env)) - ADOPTED - (set(THREAD_VARIABLES) if any_threads else set())
     return sorted(key for key in keys if env.get(key) != first_env.get(key))
 
 

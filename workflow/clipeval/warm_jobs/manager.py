@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from clipeval.warm_jobs.decide import PRELOAD, differing_variables, server_environment, server_key
+from clipeval.warm_jobs.decide import PRELOAD, ServerKey, differing_variables, server_environment, server_key
 from clipeval.warm_jobs.shim import write_shim
 
 REQUEST_BYTES = 1 << 20
@@ -79,11 +79,15 @@ class WarmJobs:
         key, why = server_key(args, env, self.profile)
         socket_path = ""
         if key is not None:
+            any_threads = key.threads is None
             with self.lock:
+                key = self._server_for(key, env)
                 if key not in self.servers:  # None where it could not start: its jobs run in new interpreters
                     self.servers[key] = self._started(key, cwd, env)
                 server = self.servers[key]
-            differing = differing_variables(env, server.first_env) if server else ["the server did not start"]
+            differing = (
+                differing_variables(env, server.first_env, any_threads) if server else ["the server did not start"]
+            )
             if differing:
                 why = f"sets {', '.join(differing)} otherwise" if server else differing[0]
             else:
@@ -91,6 +95,18 @@ class WarmJobs:
         command = args[2] if len(args) > 2 else " ".join(args)
         self.log.write(f"warm {key.name} {command}\n" if socket_path else f"cold {command}: {why}\n")
         return socket_path
+
+    def _server_for(self, key: ServerKey, env: dict) -> ServerKey:
+        """The key of the server a job of `key` forks from: for a job of any thread count the first server of its
+        kind and profile that started, else one of the job's own threads."""
+        if key.threads is not None:
+            return key
+        started = [
+            known
+            for known, server in self.servers.items()
+            if server is not None and (known.kind, known.profile) == (key.kind, key.profile)
+        ]
+        return started[0] if started else ServerKey(key.kind, key.profile, env.get("OMP_NUM_THREADS", ""))
 
     def _started(self, key, cwd: str, env: dict) -> Server | None:
         socket_path = str(self.folder / f"{key.name}.sock")
