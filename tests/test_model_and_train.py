@@ -91,6 +91,45 @@ def test_file_that_is_not_a_checkpoint(tmp_path):
         build_model("clipeval-tiny", str(path))
 
 
+def _torch_loads_seen(monkeypatch):
+    """(file, map_location, whether the load maps the file) of each torch.load call."""
+    from torch.utils.serialization import config
+
+    seen, original = [], torch.load
+
+    def recording(path, *args, **kwargs):
+        mapped = kwargs.get("mmap")
+        seen.append((str(path), str(kwargs.get("map_location")), config.load.mmap if mapped is None else mapped))
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", recording)
+    return seen
+
+
+def test_a_zip_checkpoint_is_checked_on_the_meta_device_and_read_once_through_a_mapping(tiny_checkpoint, monkeypatch):
+    seen = _torch_loads_seen(monkeypatch)
+    model, _, _ = build_model("clipeval-tiny", str(tiny_checkpoint))
+    reads = [(location, mapped) for path, location, mapped in seen if path == str(tiny_checkpoint)]
+    # Besides the meta read that checks it and the mapped read that builds, one more mapped read looks for the
+    # tag settings a fine-tuned checkpoint carries: none reads the tensors' bytes into memory.
+    assert sorted(reads) == [("cpu", True), ("cpu", True), ("meta", False)]
+    saved = torch.load(tiny_checkpoint, weights_only=True)["state_dict"]
+    assert all(torch.equal(value, saved[key]) for key, value in model.state_dict().items())
+    from torch.utils.serialization import config
+
+    assert config.load.mmap is False
+
+
+def test_a_checkpoint_in_torch_s_older_format_is_read_without_a_mapping(tiny_checkpoint, tmp_path, monkeypatch):
+    saved = torch.load(tiny_checkpoint, weights_only=True)
+    legacy = tmp_path / "legacy.pt"
+    torch.save(saved, legacy, _use_new_zipfile_serialization=False)
+    seen = _torch_loads_seen(monkeypatch)
+    model, _, _ = build_model("clipeval-tiny", str(legacy))
+    assert ("cpu", False) in [(location, mapped) for path, location, mapped in seen if path == str(legacy)]
+    assert all(torch.equal(value, saved["state_dict"][key]) for key, value in model.state_dict().items())
+
+
 # open_clip reads .npz files as Google big_vision (SigLIP) weights with numpy.
 def test_big_vision_weights_for_a_model_without_big_vision_towers(tmp_path):
     import numpy as np

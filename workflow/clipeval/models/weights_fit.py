@@ -12,7 +12,7 @@ import torch
 SHOWN = 3  # keys of each kind named in a message
 
 
-def _meta_state_dict(path: str) -> dict:
+def meta_state_dict(path: str) -> dict:
     """The checkpoint's tensors as meta tensors of their shapes and dtypes, unwrapped as open_clip unwraps them
     (its own reader, for torch files; safetensors cannot load to the meta device, so its header is read)."""
     if not path.endswith(".safetensors"):
@@ -105,7 +105,7 @@ def differences(expected: dict, given: dict) -> str:
 def weights_misfit(arch: str, checkpoint: str) -> str | None:
     """None when open_clip would load the checkpoint into the arch; else what does not fit."""
     model = empty_model(arch)
-    state_dict = _meta_state_dict(checkpoint)
+    state_dict = meta_state_dict(checkpoint)
     with _loading_from(state_dict):
         try:
             open_clip.factory.load_checkpoint(model, checkpoint, device="meta")
