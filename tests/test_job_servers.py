@@ -303,3 +303,32 @@ def test_without_a_writable_folder_every_job_starts_its_own_interpreter(tmp_path
     (tmp_path / "logs").write_text("a file where the logs folder would be")
     assert started("portable", tmp_path / "logs/warm_jobs.log") is None
     assert not list(tmp_path.glob("clipeval-jobs-*"))  # the manager's folder is not left behind
+
+
+def test_a_server_ends_without_tearing_its_modules_down(tmp_path):
+    """A server that imported torch took 1.4 s to tear its modules down after its run's last job, which the run
+    waited for: it ends at once instead. A module whose object's finalizer leaves a file shows whether the
+    teardown ran: a plain interpreter's does (the witness works), the server's does not."""
+    (tmp_path / "teardown_witness.py").write_text(
+        "class Witness:\n"
+        "    def __del__(self, open=open):  # builtins may be gone by then\n"
+        "        open('torn-down', 'w').close()\n"
+        "witness = Witness()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "workflow")])}
+    plain = subprocess.run([sys.executable, "-c", "import teardown_witness"], cwd=tmp_path, env=env, timeout=60)
+    assert plain.returncode == 0 and (tmp_path / "torn-down").exists()
+    (tmp_path / "torn-down").unlink()
+    socket_path = tmp_path / "plain-1.sock"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "clipeval.warm_jobs.server", str(socket_path), '["teardown_witness"]', "{}"],
+        stdin=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while not socket_path.exists() and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.stdin.close()  # the run is over
+    assert server.wait(timeout=60) == 0
+    assert not (tmp_path / "torn-down").exists()

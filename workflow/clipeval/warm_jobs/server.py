@@ -161,6 +161,15 @@ def serve(socket_path: str, modules: list[str], pinned: dict) -> None:
         reap()
 
 
+def end_without_teardown() -> None:
+    """End the server at once: an interpreter that imported torch, torchvision and open_clip takes over a second
+    to tear its modules down (1.4 s on two cores), which the run's end waits for. The server has written no file
+    and its forks are processes of their own, so nothing is lost by skipping it; its streams are flushed."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
+
+
 def fork(listener, connection, request: dict, fds: list[int], pinned: dict) -> None:
     if os.fork() == 0:
         try:
@@ -175,3 +184,4 @@ if __name__ == "__main__":
     # until its run ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     serve(sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]))
+    end_without_teardown()
