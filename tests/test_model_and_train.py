@@ -130,6 +130,23 @@ def test_a_checkpoint_in_torch_s_older_format_is_read_without_a_mapping(tiny_che
     assert all(torch.equal(value, saved["state_dict"][key]) for key, value in model.state_dict().items())
 
 
+def test_a_model_built_from_a_full_checkpoint_draws_no_random_weights(tiny_checkpoint, monkeypatch):
+    """Every weight an initialiser would draw is overwritten by the strict load; that includes the attention
+    weights torch's MultiheadAttention draws through the initialiser it imported by name."""
+    drawn = []
+    for method in ("uniform_", "normal_"):
+        original = getattr(torch.Tensor, method)
+        monkeypatch.setattr(
+            torch.Tensor,
+            method,
+            lambda tensor, *a, _draw=original, **k: drawn.append(tensor.shape) or _draw(tensor, *a, **k),
+        )
+    build_model("clipeval-tiny", str(tiny_checkpoint))
+    assert drawn == []
+    torch.nn.MultiheadAttention(8, 2)  # the initialisers are back once the model is built
+    assert (24, 8) in drawn  # its in-projection, through the xavier_uniform_ it imported
+
+
 # open_clip reads .npz files as Google big_vision (SigLIP) weights with numpy.
 def test_big_vision_weights_for_a_model_without_big_vision_towers(tmp_path):
     import numpy as np
