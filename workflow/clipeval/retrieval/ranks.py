@@ -61,14 +61,15 @@ class _Best:
         self.below = _float32_bound(score - margin, -np.inf)
 
 
-def _ahead_in_tile(queries, gallery, gallery_ids, best: _Best, rows: slice, columns: slice, scores, flags):
-    """Per query in `rows`: how many gallery items in `columns` the ranking rule puts before its best positive,
-    and the queries (rows of the tile) whose band is wide: their counts are left for _ahead_in_float64.
+def _ahead_in_tile(queries, gallery, gallery_ids, best: _Best, pair_rows, columns: slice, scores, flags):
+    """Per ranked item of `pair_rows` (one per row of `scores`): how many gallery items in `columns` the ranking
+    rule puts before its best positive, and the rows whose band is wide: their counts are left for
+    _ahead_in_float64.
 
-    `scores` holds the float32 scores of the tile (rows × columns); `flags` is a scratch buffer of its shape.
+    `scores` holds the float32 scores of the items' queries against the columns; `flags` is a scratch buffer of
+    its shape.
     """
-    pair_rows = np.arange(rows.start, rows.stop)
-    bounds = (best.above[rows, None], best.below[rows, None])
+    bounds = (best.above[pair_rows, None], best.below[pair_rows, None])
     return _ahead_of_best(queries, gallery, gallery_ids, best, pair_rows, columns, scores, bounds, flags, WIDE_BAND)
 
 
@@ -135,16 +136,47 @@ def _ahead_in_float64(queries, gallery, gallery_ids, best: _Best, pair_rows, col
     return counts
 
 
-def _tile_scores(queries, gallery, query_rows, rows: slice, columns: slice, scores, products) -> None:
-    """The float32 scores of queries[query_rows[rows]] against gallery[columns], into `scores`: each distinct
-    query's product is computed once (a query with five positives is five rows of the ranks' tile)."""
-    distinct, inverse = np.unique(query_rows[rows], return_inverse=True)
-    if np.array_equal(distinct, query_rows[rows]):  # each query once, in order
-        np.matmul(queries[distinct], gallery[columns].T, out=scores)
-        return
-    once = products[: len(distinct) * scores.shape[1]].reshape(len(distinct), scores.shape[1])
-    np.matmul(queries[distinct], gallery[columns].T, out=once)
-    np.take(once, inverse, axis=0, out=scores)
+def _items_by_query(query_rows) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct query rows, sorted; a table whose row s holds, for each distinct query, its s-th ranked item,
+    or -1 where it has fewer). A query with five positive captions is one row of the score tiles, compared with
+    each of its five items' bounds in turn: the tile is not copied out once per item."""
+    distinct, inverse = np.unique(query_rows, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    first = np.searchsorted(inverse[order], np.arange(len(distinct)))
+    slot = np.empty(len(query_rows), dtype=np.int64)
+    slot[order] = np.arange(len(order)) - first[inverse[order]]
+    table = np.full((int(slot.max()) + 1 if len(slot) else 0, len(distinct)), -1, dtype=np.int64)
+    table[slot, inverse] = np.arange(len(query_rows))
+    return distinct, table
+
+
+def _count_ahead_in_tile(queries, gallery, gallery_ids, best: _Best, slot_items, columns: slice, tile, ranks):
+    """Adds to `ranks` the gallery items in `columns` that the ranking rule puts before each ranked item of
+    slot_items (one per row of the tile's scores, -1 for a row without one) and returns the items whose band is
+    wide, left uncounted for _ahead_in_float64. `tile`: the scores, a flag buffer and a buffer for the rows of
+    the items present where some are not."""
+    scores, flag_buffer, gathered_buffer = tile
+    present = slot_items >= 0
+    pair_rows = slot_items[present]
+    if not len(pair_rows):  # none of this tile's queries has so many items
+        return pair_rows
+    if len(pair_rows) < len(scores):
+        gathered = gathered_buffer[: len(pair_rows) * scores.shape[1]].reshape(len(pair_rows), scores.shape[1])
+        scores = np.compress(present, scores, axis=0, out=gathered)
+    flags = flag_buffer[: scores.size].reshape(scores.shape)
+
+    def ahead(start, stop):
+        return _ahead_in_tile(
+            queries, gallery, gallery_ids, best, pair_rows[start:stop], columns, scores[start:stop], flags[start:stop]
+        )
+
+    bounds = row_parts(len(pair_rows))
+    parts = in_threads(ahead, bounds)
+    counts = np.concatenate([part_counts for part_counts, _ in parts])
+    wide = np.concatenate([part_wide + start for (_, part_wide), (start, _) in zip(parts, bounds)])
+    counts[wide] = 0
+    ranks[pair_rows] += counts
+    return pair_rows[wide]
 
 
 def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids, query_rows=None) -> np.ndarray:
@@ -168,35 +200,29 @@ def first_positive_ranks(queries, gallery, gallery_ids, owner, positive_ids, que
         query_rows,
     )
     ranks = np.ones(len(query_rows), dtype=np.int64)
+    distinct, items = _items_by_query(query_rows)
     tile_columns = max(1, min(len(gallery), TILE_COLUMNS))
-    tile_rows = max(1, min(len(query_rows), BUDGET_BYTES // (4 * tile_columns)))
+    tile_rows = max(1, min(len(distinct), BUDGET_BYTES // (4 * tile_columns)))
     score_buffer = np.empty(tile_rows * tile_columns, dtype=np.float32)
-    # Only where a query has several pairs, or its pairs come out of order, are a tile's products expanded.
-    in_order = bool(np.all(np.diff(query_rows) > 0))
-    product_buffer = None if in_order else np.empty(tile_rows * tile_columns, dtype=np.float32)
     flag_buffer = np.empty(tile_rows * tile_columns, dtype=bool)
-    for row_start in range(0, len(query_rows), tile_rows):
-        rows = slice(row_start, min(row_start + tile_rows, len(query_rows)))
+    # Where a query has fewer items than another, its rows are gathered out of the tile for the items it lacks.
+    gathered_buffer = np.empty(tile_rows * tile_columns, dtype=np.float32) if (items < 0).any() else None
+    for row_start in range(0, len(distinct), tile_rows):
+        rows = slice(row_start, min(row_start + tile_rows, len(distinct)))
         for column_start in range(0, len(gallery), tile_columns):
             columns = slice(column_start, min(column_start + tile_columns, len(gallery)))
             shape = (rows.stop - rows.start, columns.stop - columns.start)
             scores = score_buffer[: shape[0] * shape[1]].reshape(shape)
-            flags = flag_buffer[: shape[0] * shape[1]].reshape(shape)
-            _tile_scores(queries, gallery, query_rows, rows, columns, scores, product_buffer)
-
-            def ahead(start, stop, rows=rows, columns=columns, scores=scores, flags=flags):
-                part = slice(rows.start + start, rows.start + stop)
-                return _ahead_in_tile(
-                    queries, gallery, gallery_ids, best, part, columns, scores[start:stop], flags[start:stop]
-                )
-
-            bounds = row_parts(shape[0])
-            parts = in_threads(ahead, bounds)
-            counts = np.concatenate([part_counts for part_counts, _ in parts])
-            wide = np.concatenate([part_wide + start for (_, part_wide), (start, _) in zip(parts, bounds)])
-            if len(wide):  # after the threads: the float64 products run in BLAS's
-                counts[wide] = _ahead_in_float64(queries, gallery, gallery_ids, best, wide + rows.start, columns)
-            ranks[rows] += counts
+            np.matmul(queries[distinct[rows]], gallery[columns].T, out=scores)
+            tile = (scores, flag_buffer, gathered_buffer)
+            wide_items = [
+                _count_ahead_in_tile(queries, gallery, gallery_ids, best, slot_items, columns, tile, ranks)
+                for slot_items in items[:, rows]
+            ]
+            wide_items = np.concatenate(wide_items)
+            wide_items = wide_items[np.argsort(best.query_row[wide_items], kind="stable")]
+            if len(wide_items):  # after the threads, in BLAS's; each query's float64 product once for all its items
+                ranks[wide_items] += _ahead_in_float64(queries, gallery, gallery_ids, best, wide_items, columns)
     return ranks
 
 
