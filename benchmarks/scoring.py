@@ -13,13 +13,16 @@ workflow's score rule runs it (1000 bootstrap replicates, ranks record
 written), with top-k predictions to check at COCO-5K (made by
 `make-topk-predictions` first; at the larger shapes they would take as long
 as the scoring). The bootstrap is also timed alone, in process, on the
-ranks the command wrote. Peak memory is the command's own, next to the size
+ranks the command wrote. The feature files lie in a results folder, as the
+workflow's do, so the command reads their arrays from the sidecars the
+workflow's writer leaves beside them, not by parsing the jsonl. Peak memory is the command's own, next to the size
 of the two feature matrices it has to hold. Last, why the ranks cut a large
 gallery into tiles: the product's speed per query row with 64 MiB of scores
 held as whole gallery rows against the ranks' tiles.
 """
 
 import argparse
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
@@ -142,8 +145,12 @@ def bootstrap_seconds(ranks_path):
 
 
 def shape_row(shape, workdir):
+    """The row of one shape, its files in `workdir`, which must be the working directory: the features lie in its
+    results folder, as the workflow's do, so their sidecars are written and read (features/feature_files.py)."""
     from clipeval.features.feature_files import write_features
 
+    workdir = workdir / "results"
+    workdir.mkdir()
     n_texts, n_images = SHAPES[shape]
     if shape in NEAR_EQUAL:
         images, texts = near_equal_features(n_texts, n_images)
@@ -221,7 +228,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = []
     for shape in args.shapes:
-        with tempfile.TemporaryDirectory() as workdir:
+        with tempfile.TemporaryDirectory() as workdir, contextlib.chdir(workdir):
             rows.append(shape_row(shape, Path(workdir)))
     print_table(
         f"score-retrieval, {REPLICATES} bootstrap replicates, CPU",
