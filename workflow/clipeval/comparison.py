@@ -20,7 +20,13 @@ from clipeval.errors import ClipevalError
 from clipeval.probe.metrics import probe_samples, probe_statistic
 from clipeval.retrieval.directions import DIRECTIONS
 from clipeval.retrieval.metrics import rank_samples, retrieval_statistic
-from clipeval.statistics.bootstrap import bootstrap_record, difference, percentile_intervals
+from clipeval.statistics.bootstrap import (
+    bootstrap_record,
+    difference,
+    difference_of_draws,
+    intervals_of_draws,
+    replicate_draws,
+)
 from clipeval.storage.ranks_records import read_ranks_record
 
 # A task's settings that a comparison carries as data, from its ranks records: its readers lay out their
@@ -112,30 +118,38 @@ def stacked_samples(records: list[dict], paths) -> tuple[dict, list]:
     ]
 
 
-def paired_samples(first: dict, second: dict, second_path):
-    """(samples holding both models' columns, first model's statistic, second model's statistic)."""
-    samples, (first_statistic, second_statistic) = stacked_samples([first, second], [None, second_path])
-    return samples, first_statistic, second_statistic
-
-
 def compare_models(names, first: dict, second: dict, second_path, replicates=0, seed=0) -> dict:
     """Every metric of names[0] minus names[1], with its paired 95% interval when replicates > 0."""
-    samples, first_statistic, second_statistic = paired_samples(first, second, second_path)
+    samples, statistics = stacked_samples([first, second], [None, second_path])
+    return _comparisons(names, [first, second], samples, statistics, [(0, 1)], replicates, seed)[0]
 
-    def statistic(resampled):
-        return difference(first_statistic(resampled), second_statistic(resampled))
 
-    result = {
-        "task": first["task"],
-        **{key: first[key] for key in SETTINGS.get(first["task"], ())},
-        "models": list(names),
-        "difference": statistic(samples),
-        "values": {names[0]: first_statistic(samples), names[1]: second_statistic(samples)},
-        "bootstrap": bootstrap_record(replicates, seed) if replicates else None,
-    }
+def _comparisons(names, records, samples, statistics, pairs, replicates, seed) -> list[dict]:
+    """The comparison of each (i, j) of `pairs`, from the stacked samples of every model's records. Each model's
+    metrics are computed once per replicate: the replicates draw the same queries for every pair (the draws
+    depend on the samples' shapes and the seed alone), so a pair's differences are its two models' values
+    subtracted, replicate by replicate, the numbers a replicate of that pair alone gives."""
+    first = records[0]
+    compared = sorted({model for pair in pairs for model in pair})
+    values = {model: statistics[model](samples) for model in compared}
+    draws = {}
     if replicates:
-        result["intervals"] = percentile_intervals(statistic, samples, replicates, seed)
-    return result
+        drawn = replicate_draws([statistics[model] for model in compared], samples, replicates, seed)
+        draws = dict(zip(compared, drawn))
+    results = []
+    for i, j in pairs:
+        result = {
+            "task": first["task"],
+            **{key: first[key] for key in SETTINGS.get(first["task"], ())},
+            "models": [names[i], names[j]],
+            "difference": difference(values[i], values[j]),
+            "values": {names[i]: values[i], names[j]: values[j]},
+            "bootstrap": bootstrap_record(replicates, seed) if replicates else None,
+        }
+        if replicates:
+            result["intervals"] = intervals_of_draws(difference_of_draws(draws[i], draws[j]))
+        results.append(result)
+    return results
 
 
 def comparison_pairs(names, baseline=None) -> list[tuple[int, int]]:
@@ -156,9 +170,6 @@ def compare_all(names, paths, baseline=None, replicates=0, seed=0) -> list[dict]
         raise ClipevalError(f"a model is named twice: {', '.join(names)}")
     records = [read_ranks_record(path) for path in paths]
     # Every record against the first, so an error names the file that differs, whatever the pairs.
-    for record, path in zip(records[1:], paths[1:]):
-        check_pairable(records[0], record, path)
-    return [
-        compare_models((names[i], names[j]), records[i], records[j], paths[j], replicates, seed)
-        for i, j in comparison_pairs(list(names), baseline)
-    ]
+    samples, statistics = stacked_samples(records, paths)
+    pairs = comparison_pairs(list(names), baseline)
+    return _comparisons(list(names), records, samples, statistics, pairs, replicates, seed)

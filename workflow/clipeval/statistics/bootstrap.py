@@ -47,11 +47,24 @@ def percentile_intervals(statistic, samples: dict, replicates: int, seed: int) -
 
     A number that is None (undefined) gets None.
     """
+    return intervals_of_draws(replicate_draws([statistic], samples, replicates, seed)[0])
+
+
+def replicate_draws(statistics: list, samples: dict, replicates: int, seed: int) -> list[dict]:
+    """Per statistic, {path: [its value in each replicate]}: every statistic over the same resampled queries in
+    each replicate, as percentile_intervals draws them for any one of them."""
     rng = np.random.default_rng(seed)
-    draws = {}
+    draws = [{} for _ in statistics]
     for _ in range(replicates):
-        for path, value in flatten(statistic(resample(samples, rng))).items():
-            draws.setdefault(path, []).append(value)
+        resampled = resample(samples, rng)
+        for statistic, drawn in zip(statistics, draws):
+            for path, value in flatten(statistic(resampled)).items():
+                drawn.setdefault(path, []).append(value)
+    return draws
+
+
+def intervals_of_draws(draws: dict) -> dict:
+    """The 95% percentile interval of each path's replicate values; None where a replicate's is undefined."""
     tail = (100.0 - CONFIDENCE) / 2
     intervals = {}
     for path, values in draws.items():
@@ -61,6 +74,14 @@ def percentile_intervals(statistic, samples: dict, replicates: int, seed: int) -
             low, high = np.percentile(np.array(values, dtype=np.float64), [tail, 100.0 - tail])
             intervals[path] = [float(low), float(high)]
     return unflatten(intervals)
+
+
+def difference_of_draws(first: dict, second: dict) -> dict:
+    """first − second, replicate by replicate, as `difference` takes it of each replicate's numbers."""
+    return {
+        path: [None if a is None or b is None else a - b for a, b in zip(values, second[path])]
+        for path, values in first.items()
+    }
 
 
 def difference(first: dict, second: dict) -> dict:
