@@ -507,3 +507,50 @@ def test_features_must_cover_the_captions():
         ClipevalError, match=r"^image-features\.jsonl: no feature for image_id 3, which text_id 11 describes$"
     ):
         score({10: [1], 11: [3]}, images, texts)
+
+
+def pair_alone(first, second, replicates, seed):
+    """A pair's paired intervals and values as one comparison of just those two models draws them."""
+    from clipeval.comparison import stacked_samples
+    from clipeval.statistics.bootstrap import difference, percentile_intervals
+
+    samples, (of_first, of_second) = stacked_samples([first, second], [None, "second.json"])
+    intervals = percentile_intervals(lambda s: difference(of_first(s), of_second(s)), samples, replicates, seed)
+    return intervals, [of_first(samples), of_second(samples)]
+
+
+def test_every_pair_of_a_comparison_job_gets_the_numbers_of_that_pair_alone(tmp_path):
+    """compare_all draws each model's metrics once per replicate for all its pairs: every pair's intervals and
+    values are exactly those a comparison of the two models alone gives, for retrieval and classification."""
+    import json
+
+    from clipeval.classification.metrics import score_classification
+    from clipeval.comparison import compare_all
+
+    rng = np.random.default_rng(8)
+    truth, images, texts = random_retrieval(rng, 300, noise=1.0)
+    retrieval = [
+        score(truth, images, {t: (np.array(v) + rng.normal(scale=s, size=4)).tolist() for t, v in texts.items()})[1]
+        for s in (0.0, 0.3, 0.6)
+    ]
+    classes = rng.normal(size=(6, 16)).astype(np.float32)
+    labels = rng.integers(0, 6, size=300)
+    names = [f"class {i}" for i in range(6)]
+    classification = [
+        score_classification(
+            np.arange(300), (classes[labels] + rng.normal(scale=s, size=(300, 16))).astype(np.float32), classes,
+            labels, names, 0, 0,
+        )[1]
+        for s in (1.0, 1.5, 2.0)
+    ]  # fmt: skip
+    for task, records in (("retrieval", retrieval), ("classification", classification)):
+        paths = []
+        for index, record in enumerate(records):
+            paths.append(tmp_path / f"{task}-{index}.json")
+            paths[-1].write_text(json.dumps(record))
+        comparisons = compare_all(["a", "b", "c"], paths, replicates=50, seed=3)
+        assert [comparison["models"] for comparison in comparisons] == [["a", "b"], ["a", "c"], ["b", "c"]]
+        for comparison, (i, j) in zip(comparisons, [(0, 1), (0, 2), (1, 2)]):
+            intervals, values = pair_alone(records[i], records[j], 50, 3)
+            assert comparison["intervals"] == intervals, task
+            assert list(comparison["values"].values()) == values, task
