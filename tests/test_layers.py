@@ -12,7 +12,7 @@ from clipeval.planning.codegraph import CodeGraph
 PACKAGE_DIR = REPO / "workflow/clipeval"
 # Lowest first: a module may import its own layer and those below it.
 LAYERS = (
-    ("errors", "threads", "devices", "metric_catalog", "numerics", "ranking_rule"),
+    ("errors", "threads", "devices", "metric_catalog", "tasks", "numerics", "ranking_rule"),
     ("storage",),
     ("data", "statistics", "published"),
     ("features",),

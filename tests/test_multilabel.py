@@ -16,8 +16,8 @@ from clipeval.classification.multilabel import average_precisions, class_places,
 from clipeval.comparison import compare_models
 from clipeval.errors import ClipevalError
 from clipeval.features.feature_files import write_features
-from clipeval.metric_catalog import main_metric
 from clipeval.reporting.summary import headline_lines, summary_row
+from clipeval.tasks import main_metric
 
 CLASSES = len(CLASSNAMES)
 IMAGES = 10

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+from clipeval.metric_catalog import CLASSIFICATION_METRICS
 from clipeval.reporting.failures import confused_pairs, confusion_examples, top_items, worst_queries
 from clipeval.reporting.rank_curves import rank_histogram, recall_curve
-from clipeval.reporting.tables import CLASSIFICATION_COLUMNS, metric_table, provenance_page, results_page
+from clipeval.reporting.tables import columns_of, metric_table, provenance_page, results_page
 
 
 def test_recall_curve_is_the_share_of_ranks_within_k_averaged_over_folds():
@@ -75,7 +76,7 @@ def test_the_best_model_of_each_dataset_is_bold_and_intervals_follow_values():
         {"dataset": "a", "model": "m2", "top1": 70.0, "top5": 90.0, "mean_per_class_recall": 1.0},
         {"dataset": "b", "model": "m1", "top1": 10.0, "top5": 20.0, "mean_per_class_recall": 3.0},
     ]
-    html = metric_table("t", rows, CLASSIFICATION_COLUMNS, "caption")
+    html = metric_table("t", rows, columns_of(m for m in CLASSIFICATION_METRICS if m.tabled), "caption")
     assert '50.00 <span class="interval">[40.00, 60.00]</span>' in html
     # top-1 of m2 on a, and both tied top-5 values on a; nothing on b (one model) nor beside n/a
     assert "#T_t_row0_col1, #T_t_row1_col0, #T_t_row1_col1 {\n  font-weight: bold;\n}" in html

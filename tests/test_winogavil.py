@@ -16,11 +16,11 @@ from clipeval.comparison import compare_models
 from clipeval.data.choices import Example, load_examples
 from clipeval.data.sources.winogavil import cue_caption
 from clipeval.errors import ClipevalError
-from clipeval.metric_catalog import main_metric
 from clipeval.published.benchmarks import JACCARD_10_12
 from clipeval.published.check import measured_value
 from clipeval.published.tables import index, read_values
 from clipeval.suites import suite_metric
+from clipeval.tasks import main_metric
 
 
 def test_prepare_writes_each_row_as_an_example_whose_cue_chooses_among_its_candidates(tmp_path):

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 
 from clipeval.errors import ClipevalError
-from clipeval.metric_catalog import MAIN_METRIC, main_metric
 from clipeval.storage.jsonl import read_json
+from clipeval.tasks import TASKS, main_metric
 
 EXPERIMENTS_DIR = "experiments"
 RECORD_NAME = "experiment.json"
@@ -54,7 +54,7 @@ def read_record(path: Path) -> dict:
     for pair in record["scores"]:
         dataset = pair.partition(" on ")[2]
         entry = record["datasets"].get(dataset)
-        if not isinstance(entry, dict) or entry.get("task") not in MAIN_METRIC:
+        if not isinstance(entry, dict) or entry.get("task") not in TASKS:
             raise ClipevalError(f"{path}: scores {pair!r}, but its datasets do not define {dataset!r} as evaluated")
     return record
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from clipeval.errors import ClipevalError
 from clipeval.experiments import EXPERIMENTS_DIR, RECORD_NAME, differences, read_record
-from clipeval.metric_catalog import MAIN_METRIC, main_metric
 from clipeval.published.check import difference_text, published_markdown, published_rows, tolerance_note
 from clipeval.storage.jsonl import read_json
 from clipeval.storage.ranks_records import read_ranks_record
+from clipeval.tasks import TASKS, main_metric
 from clipeval.tiers import RULE, column_tiers
 
 # What a score depends on besides the model and the dataset.
@@ -37,7 +37,7 @@ def scored_pairs(results: Path) -> tuple[list[dict], list[str]]:
     pairs, stale = [], []
     evaluated = {}
     for path in sorted(Path(results).glob(f"{EXPERIMENTS_DIR}/*/scores/*/*/*.json")):
-        if path.stem not in MAIN_METRIC:  # the ranks files beside the scores
+        if path.stem not in TASKS:  # the ranks files beside the scores
             continue
         folder, pair = path.parents[3], f"{path.parent.parent.name} on {path.parent.name}"
         if folder not in evaluated:

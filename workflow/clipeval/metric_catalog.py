@@ -19,39 +19,10 @@ RANKING_METRICS = ("nDCG", "MAP", "MRR")
 # Chinese-CLIP's mean recall): computed and shown only where all three are.
 RSUM_KS = (1, 5, 10)
 DIRECTIONS = {"t2i": "text → image", "i2t": "image → text"}
-# Each task's headline metric: the summary's averages over datasets (as OpenCLIP
-# reports its "average over N datasets") and the experiment listing show it.
-MAIN_METRIC = {
-    "retrieval": "mean_recall",
-    "classification": "top1",
-    "compositionality": "text_score",
-    "probe": "probe_top1",
-}
-MAIN_METRIC_LABEL = {
-    "retrieval": "mean recall",
-    "classification": "top-1",
-    "compositionality": "text score",
-    "probe": "probe top-1",
-}
 # A multi-label set's (classification/multilabel.py), whose top-1 is undefined.
 MULTILABEL_METRIC = "mean_average_precision"
 # A set whose examples' captions choose several images (WinoGAViL's), which have no text score.
 ASSOCIATION_METRIC = "jaccard_score"
-METRIC_LABEL = {
-    **{MAIN_METRIC[task]: label for task, label in MAIN_METRIC_LABEL.items()},
-    MULTILABEL_METRIC: "mAP",
-    ASSOCIATION_METRIC: "Jaccard score",
-}
-
-
-def main_metric(task: str, values: dict) -> str:
-    """The headline metric of a result (a metrics file, a summary row or a statistic's numbers): its task's, mAP
-    for a multi-label set, or the Jaccard score for a set of associations alone."""
-    if task == "classification" and values.get(MULTILABEL_METRIC) is not None:
-        return MULTILABEL_METRIC
-    if task == "compositionality" and values.get("text_score") is None and values.get(ASSOCIATION_METRIC) is not None:
-        return ASSOCIATION_METRIC
-    return MAIN_METRIC[task]
 
 
 @dataclass(frozen=True)
@@ -133,23 +104,3 @@ PROBE_SHOT_METRICS = [
     Metric("mean_per_class_recall", "mean per-class recall"),
     Metric("mean_per_class_recall_sd", "recall spread", compared=False),
 ]
-# Every task's metrics but retrieval's, whose columns follow its K values.
-FIXED_METRICS = {
-    "classification": CLASSIFICATION_METRICS,
-    "compositionality": COMPOSITIONALITY_METRICS,
-    "probe": PROBE_METRICS,
-}
-
-
-def compared_metrics(task: str, ks=DEFAULT_RECALL_AT, with_rsum=True) -> list[Metric]:
-    """The paired differences shown in the summary's table (and, without Rsum, which only repeats mean recall six
-    times over, in the forest plot): each direction's smallest R@K and, where defined, Rsum and mean recall;
-    every metric for the other tasks."""
-    if task != "retrieval":
-        return [metric for metric in FIXED_METRICS[task] if metric.compared and metric.tabled]
-    first = recall_key(min(ks))
-    shown = [Metric(f"{d}_{first}", f"{group.replace(' ', '')} {first}") for d, group in DIRECTIONS.items()]
-    if has_rsum(ks):
-        shown += [Metric("rsum", "Rsum")] if with_rsum else []
-        shown += [Metric("mean_recall", "mean recall")]
-    return shown

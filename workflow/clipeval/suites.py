@@ -15,11 +15,11 @@ difference between two models' averages is paired.
 
 from clipeval.comparison import comparison_pairs, stacked_samples
 from clipeval.errors import ClipevalError
-from clipeval.metric_catalog import main_metric
 from clipeval.published.benchmarks import JACCARD_10_12, MACRO_F1, MEAN_R1, benchmark_metric
 from clipeval.published.check import measured_value
 from clipeval.statistics.bootstrap import bootstrap_record, percentile_intervals
 from clipeval.storage.ranks_records import read_ranks_record
+from clipeval.tasks import main_metric
 
 SEPARATOR = "\u0000"  # between a dataset's index and its own stream names in the combined samples
 

@@ -39,6 +39,7 @@ from clipeval.planning.idle_timers import cancel_idle_timers
 from clipeval.planning.plan import SOURCE_FORMATS, ConfigError, Plan, fill_metric_defaults
 from clipeval.planning.series import expand_checkpoint_series
 from clipeval.storage.jsonl import write_json
+from clipeval.tasks import TASKS
 from clipeval.warm_jobs.decide import wanted as wanted_warm_jobs
 from clipeval.warm_jobs.manager import started as started_warm_jobs
 

@@ -499,26 +499,14 @@ def classification_gallery_inputs(wildcards):
 def report_files():
     """Every file the report shows for this experiment, for the default target."""
     files = [PLAN.artifact("results_page"), PLAN.artifact("provenance_page")]
-    for dataset in PLAN.evaluated_datasets("retrieval"):
-        files += [PLAN.artifact("recall_curves", dataset=dataset), PLAN.artifact("rank_distribution", dataset=dataset)]
-        files += [
-            PLAN.artifact(name, dataset=dataset, model=model)
-            for model in PLAN.models_on(dataset)
-            for name in ("t2i_failures", "i2t_failures")
-        ]
-    for dataset in PLAN.evaluated_datasets("classification"):
-        files.append(PLAN.artifact("class_recall", dataset=dataset))
-        files += [
-            PLAN.artifact(name, dataset=dataset, model=model)
-            for model in PLAN.models_on(dataset)
-            for name in ("confusion", "confused_pairs")
-        ]
-    files += [
-        PLAN.artifact("choice_failures", dataset=dataset, model=model)
-        for dataset in PLAN.evaluated_datasets("compositionality")
-        for model in PLAN.models_on(dataset)
-    ]
-    files += [PLAN.artifact("probe_plot", dataset=dataset) for dataset in PLAN.evaluated_datasets("probe")]
+    for task in TASKS.values():
+        for dataset in PLAN.evaluated_datasets(task.name):
+            files += [PLAN.artifact(name, dataset=dataset) for name in task.figures]
+            files += [
+                PLAN.artifact(name, dataset=dataset, model=model)
+                for model in PLAN.models_on(dataset)
+                for name in task.model_figures
+            ]
     files += [PLAN.artifact("forest_plot", dataset=dataset) for dataset in PLAN.compared_models()]
     files += [PLAN.artifact("series_plot", series=series) for series in PLAN.checkpoint_series()]
     files += [PLAN.artifact("suite_plot", suite=suite) for suite in PLAN.suites()]

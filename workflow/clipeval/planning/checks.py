@@ -20,6 +20,7 @@ from clipeval.planning.config_errors import location
 from clipeval.planning.plan import EVALUATED_TASKS, ConfigError, Plan
 from clipeval.planning.series import config_name
 from clipeval.published.benchmarks import BENCHMARKS, MEAN_R1, benchmark_metric
+from clipeval.tasks import TASKS
 
 # What a dataset, model or experiment may be called: each name becomes a path
 # component, a wildcard value and a word of job command lines. config/schema.yaml's
@@ -27,8 +28,6 @@ from clipeval.published.benchmarks import BENCHMARKS, MEAN_R1, benchmark_metric
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # The tasks of a dataset a probe may be fitted on.
 PROBE_TRAIN_TASKS = ("classification", "probe_train")
-# The feature file a model of precomputed features needs beside its images, by the dataset's task.
-FEATURES_NEEDED = {"retrieval": "texts", "classification": "classes", "compositionality": "texts", "probe": "images"}
 NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters"
 
 
@@ -124,7 +123,7 @@ def check_references(plan: Plan) -> None:
                     f"{location(('models', name, 'features', dataset))}: a probe dataset needs features of its"
                     f" train split {config['datasets'][dataset]['train_split']!r} too"
                 )
-            needed = FEATURES_NEEDED[task]
+            needed = TASKS[task].precomputed_features
             if needed not in files:
                 raise ConfigError(
                     f"{location(('models', name, 'features', dataset))}: a {task} dataset needs {needed!r} features"

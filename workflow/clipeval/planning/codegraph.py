@@ -18,6 +18,10 @@ PACKAGE = "clipeval"
 # Files a module reads at import time besides Python: the open_clip backend registers the
 # shipped open_clip configs.
 DATA_FILES = {"clipeval.models.open_clip_models": ("models/configs/*.json",)}
+# Imports that no import statement shows. A package that finds its modules by listing its folder runs them
+# all when imported (clipeval.tasks: every task's record); a module there names in strings the modules that
+# are imported by name for it (a task record's `pairing`, which comparison.py imports).
+LISTING_PACKAGES = ("clipeval.tasks",)
 
 
 class CodeGraph:
@@ -77,6 +81,8 @@ class CodeGraph:
             found = self._named_imports(module, path, content)
             self._cache[module] = [key, sorted(found)]
             self._cache_changed = True
+        if module in LISTING_PACKAGES:
+            found |= self._listed_modules(module)
         return {
             parent
             for name in found
@@ -84,6 +90,20 @@ class CodeGraph:
             for parent in _with_parents(name)
             if self.source_file(parent)
         }
+
+    def named_modules(self, module: str) -> set[str]:
+        """Package modules that a module of a listing package names in strings, to be imported by name."""
+        if module.rpartition(".")[0] not in LISTING_PACKAGES:
+            return set()
+        tree = ast.parse(self.source_file(module).read_bytes())
+        strings = {
+            node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        }
+        return {name for name in strings if name.startswith(PACKAGE + ".") and self.source_file(name)}
+
+    def _listed_modules(self, package: str) -> set[str]:
+        folder = self.source_file(package).parent
+        return {f"{package}.{path.stem}" for path in folder.glob("*.py") if not path.stem.startswith("_")}
 
     def _named_imports(self, module: str, path: Path, content: bytes) -> set[str]:
         """Every module name the source imports or may import, as written (resolved from relative forms)."""
@@ -127,7 +147,7 @@ class CodeGraph:
             if module in seen or self.source_file(module) is None:
                 continue
             seen.add(module)
-            pending.extend(self.direct_imports(module) - seen)
+            pending.extend((self.direct_imports(module) | self.named_modules(module)) - seen)
         return sorted(seen)
 
     def files_of(self, modules) -> list[Path]:

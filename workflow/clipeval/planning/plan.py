@@ -17,10 +17,11 @@ from clipeval.models.pretrained import is_checkpoint_path, parse_model_name
 from clipeval.planning.artifacts import ARTIFACTS, artifact_path, experiment_artifact_pattern
 from clipeval.planning.keys import definition_key
 from clipeval.planning.series import EPOCH, SERIES_KEY
+from clipeval.tasks import TASKS, Task
 
-EVALUATED_TASKS = ("retrieval", "classification", "compositionality", "probe")
-# The tasks whose datasets hold captions, which extraction tokenizes.
-CAPTIONED_TASKS = ("retrieval", "compositionality")
+# The tasks a dataset may have that are scored (clipeval.tasks); `train` and `probe_train` datasets are read
+# only to fit a model or a probe.
+EVALUATED_TASKS = tuple(TASKS)
 # Dataset keys that say how a dataset is scored, not what is in it.
 SCORING_KEYS = ("task", "protocol", "train_split", "published")
 # Every source format (workflow/clipeval/data/sources/), by its config name.
@@ -195,9 +196,13 @@ class Plan:
         pairs = []
         for model, dataset in self.evaluation_pairs():
             pairs.append((model, dataset))
-            if self.dataset(dataset)["task"] == "probe":
+            if self.task(dataset).fitted:
                 pairs.append((model, self.probe_train_split(dataset)))
         return list(dict.fromkeys(pairs))
+
+    def task(self, dataset: str) -> Task:
+        """The task an evaluated dataset is scored by."""
+        return TASKS[self.dataset(dataset)["task"]]
 
     def evaluated_datasets(self, task: str) -> list[str]:
         """The datasets of one task that some model is evaluated on, in config order."""
@@ -328,7 +333,7 @@ class Plan:
         return [
             (model, dataset)
             for model, dataset in self.evaluation_pairs()
-            if not self.is_features_model(model) and self.dataset(dataset)["task"] in CAPTIONED_TASKS
+            if not self.is_features_model(model) and self.task(dataset).captioned
         ]
 
     def probe_train_split(self, dataset: str) -> str:

@@ -2,15 +2,16 @@
 
 import numpy as np
 
-from clipeval.metric_catalog import compared_metrics
 from clipeval.reporting import figures
-from clipeval.reporting.summary import comparison_rows, row_recall_ks
+from clipeval.reporting.summary import comparison_rows, rows_settings
+from clipeval.tasks import TASKS
 
 
 def plot_forest(dataset: str, comparisons: list[dict], task: str, path) -> None:
     """Each pair's difference (first − second) per headline metric, with its paired 95% interval."""
     by_pair = [{row["metric"]: row for row in comparison_rows(c, dataset)} for c in comparisons]
-    shown = compared_metrics(task, row_recall_ks([row for rows in by_pair for row in rows.values()]), with_rsum=False)
+    settings = rows_settings([row for rows in by_pair for row in rows.values()], TASKS[task].settings)
+    shown = TASKS[task].compared_metrics(settings, with_rsum=False)
     # A metric no pair has a difference of (a multi-label set's top-1) gets no empty panel.
     metrics = [
         (metric.column, metric.label)

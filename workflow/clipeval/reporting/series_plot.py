@@ -4,9 +4,9 @@ the best checkpoint marked."""
 import csv
 
 from clipeval.errors import ClipevalError
-from clipeval.metric_catalog import METRIC_LABEL
 from clipeval.reporting import figures
 from clipeval.reporting.series_table import SERIES_COLUMNS
+from clipeval.tasks import METRIC_LABEL
 
 
 def read_series_table(path, series: str) -> list[dict]:

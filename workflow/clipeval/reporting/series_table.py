@@ -5,7 +5,7 @@ result's main metric (metric_catalog.main_metric, the one the averages use); on
 a tie, the earliest step.
 """
 
-from clipeval.metric_catalog import METRIC_LABEL, main_metric
+from clipeval.tasks import METRIC_LABEL, main_metric
 
 SERIES_COLUMNS = ["series", "step", "model", "dataset", "task", "metric", "value", "ci_low", "ci_high", "best"]
 

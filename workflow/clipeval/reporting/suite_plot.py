@@ -9,10 +9,10 @@ suite's own file, so the figure shows what the summary lists.
 
 import numpy as np
 
-from clipeval.metric_catalog import METRIC_LABEL
 from clipeval.published.benchmarks import MEAN_R1
 from clipeval.published.check import LABELS, measured_value
 from clipeval.reporting import figures
+from clipeval.tasks import METRIC_LABEL
 
 
 def suite_points(suite: dict, scores: dict[tuple[str, str], dict]) -> list[list]:

@@ -15,54 +15,59 @@ from clipeval.metric_catalog import (
     COMPOSITIONALITY_METRICS,
     DEFAULT_RECALL_AT,
     DIRECTIONS,
-    FIXED_METRICS,
-    MAIN_METRIC,
-    PROBE_METRICS,
     PROBE_SHOT_METRICS,
-    compared_metrics,
     has_rsum,
-    main_metric,
     recall_key,
-    retrieval_metrics,
 )
 from clipeval.published.check import published_average, published_markdown, published_rows
 from clipeval.reporting.series_table import SERIES_COLUMNS, series_markdown, series_rows
 from clipeval.reporting.tokenization_table import tokenization_markdown
 from clipeval.storage.atomic import atomic_output
 from clipeval.storage.jsonl import read_json
+from clipeval.tasks import TASKS, main_metric
 
-COUNT_COLUMNS = ("protocol", "images", "texts", "classes")
-# A retrieval row's K values, carried as data from its score file (or comparison): they decide the columns,
-# and are not columns themselves.
-K_SETTINGS = ("recall_at", "ranking_at")
+# The columns after the metrics: each task's fields of its score file (retrieval's protocol), the images, and
+# each task's counts.
+COUNT_COLUMNS = tuple(
+    dict.fromkeys(
+        [*(key for task in TASKS.values() for key in task.row_fields), "images"]
+        + [count for task in TASKS.values() for count in task.counts]
+    )
+)
+# The tasks' settings a row carries as data from its score file or comparison (retrieval's K values): they
+# decide the columns, and are not columns themselves.
+SETTINGS = tuple(dict.fromkeys(setting for task in TASKS.values() for setting in task.settings))
 INTERVAL_BOUNDS = ("_ci_low", "_ci_high")
 
 
 def metric_values(metrics: dict, task: str) -> dict:
     """{"t2i_R@1": 17.7, "rsum": ..., "top1": ...}: a metrics file's numbers (or intervals) under column names."""
-    if task == "retrieval":
-        values = {f"{d}_{name}": value for d in DIRECTIONS for name, value in metrics[d].items()}
-        values.update({name: metrics[name] for name in ("rsum", "mean_recall") if name in metrics})
-        return values
-    return {metric.column: metrics[metric.column] for metric in FIXED_METRICS[task] if metric.column in metrics}
+    record = TASKS[task]
+    values = {f"{key}_{name}": value for key in record.nested_under for name, value in metrics[key].items()}
+    values.update(
+        {metric.column: metrics[metric.column] for metric in record.metrics_of({}) if metric.column in metrics}
+    )
+    return values
 
 
 def summary_row(model: str, dataset: str, metrics: dict) -> dict:
     task = metrics.get("task", "retrieval")
+    record = TASKS[task]
     row = {"model": model, "dataset": dataset, "task": task, **metric_values(metrics, task)}
     if metrics.get("intervals"):
         for column, interval in metric_values(metrics["intervals"], task).items():
             row[f"{column}_ci_low"], row[f"{column}_ci_high"] = interval if interval else (None, None)
     counts = metrics["counts"]
     row["images"] = counts["images"]
-    if task == "retrieval":
-        row.update(protocol=metrics.get("protocol", "full"), texts=counts["texts"])
-        row.update({setting: metrics[setting] for setting in K_SETTINGS})
-    elif task == "compositionality":
-        row["texts"] = counts["texts"]
-    else:
-        row["classes"] = counts["classes"]
+    row.update({key: metrics.get(key, default) for key, default in record.row_fields.items()})
+    row.update({count: counts[count] for count in record.counts})
+    row.update({setting: metrics[setting] for setting in record.settings})
     return row
+
+
+def rows_settings(rows: list[dict], settings) -> dict:
+    """{setting: every value of it the rows carry}: the K values a table of these rows lays out."""
+    return {setting: sorted(_row_ks(rows, setting)) for setting in settings}
 
 
 def _row_ks(rows: list[dict], setting: str) -> set[int]:
@@ -83,9 +88,16 @@ def breakdown_rows(model: str, dataset: str, metrics: dict, key: str, label: str
     return rows
 
 
-def group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
-    """A compositionality result's rows per group (SugarCrepe's splits, Winoground's tags), with intervals."""
-    return breakdown_rows(model, dataset, metrics, "groups", "group")
+def part_rows(results, key: str) -> list[dict]:
+    """Each result's rows per part of its task's breakdown by `key` (a compositionality set's "groups", a
+    probe's "shots"), with intervals."""
+    return [
+        row
+        for model, dataset, metrics in results
+        for breakdown in TASKS[metrics.get("task", "retrieval")].breakdowns
+        if breakdown.key == key
+        for row in breakdown_rows(model, dataset, metrics, breakdown.key, breakdown.label)
+    ]
 
 
 def worst_group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
@@ -118,27 +130,16 @@ def by_group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
     ]
 
 
-def shot_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
-    """A linear probe's rows per number of shots: means over seeds, spreads and intervals."""
-    return breakdown_rows(model, dataset, metrics, "shots", "shots") if metrics.get("task") == "probe" else []
-
-
 def row_recall_ks(rows: list[dict]) -> list[int]:
     """Every K of the rows' R@K metrics; the default K values where no row has one (classification alone)."""
     ks = _row_ks(rows, "recall_at")
     return sorted(ks) if ks else list(DEFAULT_RECALL_AT)
 
 
-def row_ranking_ks(rows: list[dict]) -> list[int]:
-    """Every K of the rows' nDCG@K, MAP@K and MRR@K metrics."""
-    return sorted(_row_ks(rows, "ranking_at"))
-
-
 def metric_columns(rows: list[dict]) -> list[str]:
-    """Retrieval's columns for the rows' K values, then classification's, compositionality's and the probe's:
-    the catalogue's order."""
-    retrieval = retrieval_metrics(row_recall_ks(rows), row_ranking_ks(rows))
-    return [m.column for m in [*retrieval, *CLASSIFICATION_METRICS, *COMPOSITIONALITY_METRICS, *PROBE_METRICS]]
+    """Each task's columns for the settings the rows carry (retrieval's for their K values), task after task."""
+    settings = rows_settings(rows, SETTINGS)
+    return list(dict.fromkeys(m.column for task in TASKS.values() for m in task.metrics_of(settings)))
 
 
 def columns_for(rows: list[dict]) -> list[str]:
@@ -171,7 +172,7 @@ def render_csv(rows: list[dict], columns: list[str]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", restval="")
     writer.writeheader()
     for row in rows:
-        values = {key: value for key, value in row.items() if key not in K_SETTINGS}
+        values = {key: value for key, value in row.items() if key not in SETTINGS}
         writer.writerow(
             {key: (round(value, 4) if isinstance(value, float) else value) for key, value in values.items()}
         )
@@ -207,7 +208,7 @@ def comparison_rows(comparison: dict, dataset: str) -> list[dict]:
     """One row per metric, in summary column order: first − second, with its paired interval."""
     first, second = comparison["models"]
     task = comparison["task"]
-    settings = {setting: comparison[setting] for setting in K_SETTINGS if setting in comparison}
+    settings = {setting: comparison[setting] for setting in TASKS[task].settings if setting in comparison}
     differences = metric_values(comparison["difference"], task)
     intervals = metric_values(comparison["intervals"], task) if comparison.get("intervals") else {}
     rows = []
@@ -236,11 +237,11 @@ def comparisons_markdown(rows: list[dict]) -> list[str]:
     for row in rows:
         by_pair.setdefault((row["dataset"], row["first"], row["second"], row["task"]), {})[row["metric"]] = row
     lines = []
-    for task in MAIN_METRIC:
-        pairs = [(key, metrics) for key, metrics in by_pair.items() if key[3] == task]
+    for task in TASKS.values():
+        pairs = [(key, metrics) for key, metrics in by_pair.items() if key[3] == task.name]
         if not pairs:
             continue
-        shown = compared_metrics(task, row_recall_ks([row for _, metrics in pairs for row in metrics.values()]))
+        shown = task.compared_metrics(rows_settings([row for _, ms in pairs for row in ms.values()], task.settings))
         # A metric only some datasets define (the image score: Winoground's, not SugarCrepe's) is blank elsewhere.
         metric_names = [m.column for m in shown if any(m.column in metrics for _, metrics in pairs)]
         columns = ["dataset", "first − second", *metric_names]
@@ -367,13 +368,13 @@ def render_markdown(
     lines = ["# Results", "", "Percentages; 95% bootstrap intervals in brackets where computed.", ""]
     lines += headline_lines(rows)
     lines += ["", "## Every metric"]
-    for task in MAIN_METRIC:
-        task_rows = [row for row in rows if row["task"] == task]
+    for task in TASKS.values():
+        task_rows = [row for row in rows if row["task"] == task.name]
         if task_rows:
             shown = [
                 c for c in columns_for(task_rows) if not c.endswith(INTERVAL_BOUNDS) and any(c in r for r in task_rows)
             ]
-            lines += ["", f"### {task.capitalize()}", ""] + markdown_table(task_rows, shown)
+            lines += ["", f"### {task.title}", ""] + markdown_table(task_rows, shown)
     if groups:
         shown = [m.column for m in COMPOSITIONALITY_METRICS if any(m.column in row for row in groups)]
         lines += ["", "### Compositionality by group", ""]
@@ -429,8 +430,7 @@ def summarize(entries, comparison_paths, outputs: dict, series=None, suite_paths
     tokenization: (model, dataset, tokenization record path)."""
     results = [(model, dataset, read_json(path)) for model, dataset, path in entries]
     rows = [summary_row(*result) for result in results]
-    groups = [row for result in results for row in group_rows(*result)]
-    shots = [row for result in results for row in shot_rows(*result)]
+    groups, shots = part_rows(results, "groups"), part_rows(results, "shots")
     by_step = series_rows(rows, series or {})
     averages = average_rows(rows)
     comparisons = []

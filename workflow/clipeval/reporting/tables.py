@@ -11,46 +11,17 @@ import json
 
 import pandas as pd
 
-from clipeval.metric_catalog import (
-    CLASSIFICATION_METRICS,
-    COMPOSITIONALITY_METRICS,
-    DIRECTIONS,
-    PROBE_METRICS,
-    PROBE_SHOT_METRICS,
-    RANKING_METRICS,
-    ranking_key,
-    recall_key,
-    retrieval_metrics,
-)
 from clipeval.published.check import difference_text, published_average, published_rows, tolerance_note
-from clipeval.reporting.summary import (
-    average_rows,
-    group_rows,
-    row_ranking_ks,
-    row_recall_ks,
-    shot_rows,
-    suite_rows,
-    summary_row,
-)
+from clipeval.reporting.summary import SETTINGS, average_rows, breakdown_rows, rows_settings, suite_rows, summary_row
 from clipeval.storage.jsonl import read_json
+from clipeval.tasks import TASKS, Task
 
 
-def retrieval_columns(ks, ranking_at=()) -> list[tuple]:
-    """(group, label, column, higher is better) of the retrieval table: each direction's R@K, median rank and
-    ranking metrics, then Rsum and mean recall where defined."""
-    metrics = {metric.column: metric for metric in retrieval_metrics(ks, ranking_at)}
-    shown = []
-    for direction in DIRECTIONS:
-        shown += [metrics[f"{direction}_{recall_key(k)}"] for k in ks] + [metrics[f"{direction}_median_rank"]]
-        shown += [metrics[f"{direction}_{ranking_key(name, k)}"] for k in ranking_at for name in RANKING_METRICS]
-    shown += [metrics[column] for column in ("rsum", "mean_recall") if column in metrics]
-    return [(metric.group, metric.label, metric.column, metric.higher_is_better) for metric in shown]
+def columns_of(metrics) -> list[tuple]:
+    """(group, label, column, higher is better) of each metric, as metric_table takes them."""
+    return [(metric.group, metric.label, metric.column, metric.higher_is_better) for metric in metrics]
 
 
-CLASSIFICATION_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in CLASSIFICATION_METRICS if m.tabled]
-COMPOSITIONALITY_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in COMPOSITIONALITY_METRICS]
-PROBE_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in PROBE_METRICS]
-PROBE_SHOT_COLUMNS = [(m.group, m.label, m.column, m.higher_is_better) for m in PROBE_SHOT_METRICS]
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin-bottom: 2em; font-size: 14px; }
@@ -128,6 +99,25 @@ def page(title: str, sections: list[str]) -> str:
     )
 
 
+def task_tables(task: Task, results: list[tuple], rows: list[dict]) -> list[str]:
+    """A task's table (the metrics its rows have), then each of its breakdowns' tables with each part a row;
+    `results` (model, dataset, metrics) and `rows` (their summary rows) are the task's."""
+    if not rows:
+        return []
+    metrics = task.table_metrics(rows_settings(rows, SETTINGS))
+    shown = [column for column in columns_of(metrics) if any(column[2] in row for row in rows)]
+    tables = [metric_table(task.name, rows, shown, task.table_title)]
+    for breakdown in task.breakdowns:
+        parts = [part for result in results for part in breakdown_rows(*result, breakdown.key, breakdown.label)]
+        for part in parts:  # each part a table row of its own, as a dataset's
+            name = part[breakdown.label]
+            if not breakdown.whole or name != breakdown.whole:
+                part["dataset"] = breakdown.part_name.format(dataset=part["dataset"], part=name)
+        columns = shown if breakdown.metrics is None else columns_of(breakdown.metrics)
+        tables.append(metric_table(f"{task.name}-{breakdown.key}", parts, columns, breakdown.title))
+    return tables
+
+
 def results_page(experiment: str, entries: list[tuple[str, str, str]], suite_paths=()) -> str:
     """entries: (model, dataset, metrics json path) in config order; suite_paths: score-suite outputs."""
     results = [(model, dataset, read_json(path)) for model, dataset, path in entries]
@@ -137,36 +127,9 @@ def results_page(experiment: str, entries: list[tuple[str, str, str]], suite_pat
         "<p>Percentages, 95% bootstrap intervals in brackets where computed; ranks are 1-based. "
         "Bold: the best model on a dataset.</p>",
     ]
-    retrieval = [row for row in rows if row["task"] == "retrieval"]
-    classification = [row for row in rows if row["task"] == "classification"]
-    if retrieval:
-        sections.append(
-            metric_table(
-                "retrieval",
-                retrieval,
-                retrieval_columns(row_recall_ks(retrieval), row_ranking_ks(retrieval)),
-                "Image–text retrieval",
-            )
-        )
-    if classification:
-        shown = [column for column in CLASSIFICATION_COLUMNS if any(column[2] in row for row in classification)]
-        sections.append(metric_table("classification", classification, shown, "Zero-shot classification"))
-    compositional = [row for row in rows if row["task"] == "compositionality"]
-    if compositional:
-        shown = [column for column in COMPOSITIONALITY_COLUMNS if any(column[2] in row for row in compositional)]
-        sections.append(metric_table("compositionality", compositional, shown, "Compositionality"))
-        groups = [row for result in results for row in group_rows(*result)]
-        for row in groups:  # each group a table row of its own, as a dataset's
-            row["dataset"] = f"{row['dataset']}: {row['group']}"
-        sections.append(metric_table("compositionality-groups", groups, shown, "Compositionality by group"))
-    probes = [row for row in rows if row["task"] == "probe"]
-    if probes:
-        caption = "Linear probe (the most shots; spread over seeds)"
-        sections.append(metric_table("probe", probes, PROBE_COLUMNS, caption))
-        by_shots = [row for result in results for row in shot_rows(*result)]
-        for row in by_shots:  # each number of shots a table row of its own, as a dataset's
-            row["dataset"] = f"{row['dataset']}: {row['shots']}-shot" if row["shots"] != "all" else row["dataset"]
-        sections.append(metric_table("probe-shots", by_shots, PROBE_SHOT_COLUMNS, "Linear probe by shots"))
+    for task in TASKS.values():
+        own = [index for index, row in enumerate(rows) if row["task"] == task.name]
+        sections += task_tables(task, [results[i] for i in own], [rows[i] for i in own])
     averages = [
         {
             "model": a["model"],

@@ -3,19 +3,14 @@ comparisons resample and the report's figures and galleries read."""
 
 from clipeval.errors import ClipevalError
 from clipeval.storage.jsonl import read_json
-
-RECORD_KEYS = {
-    "retrieval": ("protocol", "folds", "recall_at", "ranking_at", "t2i", "i2t"),
-    "classification": ("num_classes", "image_ids", "labels", "ranks"),
-    "compositionality": ("groups", "example_ids", "group_of", "outcomes", "choices"),
-    "probe": ("num_classes", "image_ids", "labels", "shots", "seeds", "predictions"),
-}
+from clipeval.tasks import TASKS
 
 
 def read_ranks_record(path) -> dict:
     """A ranks record as the score commands write it (--ranks-output), or a one-line error."""
     record = read_json(path)
-    keys = RECORD_KEYS.get(record.get("task"))
+    task = TASKS.get(record.get("task"))
+    keys = task.record_keys if task else None
     if keys is None or any(key not in record for key in keys):
         raise ClipevalError(f"{path}: not a ranks record (the score commands write one with --ranks-output)")
     return record

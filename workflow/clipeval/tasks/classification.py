@@ -1,0 +1,22 @@
+"""Zero-shot classification: each image ranks the class prompts' features (clipeval.classification)."""
+
+from clipeval.metric_catalog import CLASSIFICATION_METRICS, MULTILABEL_METRIC
+from clipeval.tasks import Task
+
+TASK = Task(
+    name="classification",
+    order=1,
+    title="Classification",
+    table_title="Zero-shot classification",
+    main_metric="top1",
+    main_metric_label="top-1",
+    metrics=tuple(CLASSIFICATION_METRICS),
+    headline_metrics=(MULTILABEL_METRIC,),  # a multi-label set's, whose top-1 is undefined
+    counts=("classes",),
+    record_keys=("num_classes", "image_ids", "labels", "ranks"),
+    precomputed_features="classes",
+    figures=("class_recall",),
+    model_figures=("confusion", "confused_pairs"),
+    score_command="score-classification",
+    pairing="clipeval.classification.pairing",
+)

@@ -1,0 +1,24 @@
+"""Compositionality: each example's images choose among its captions (clipeval.compositionality)."""
+
+from clipeval.metric_catalog import ASSOCIATION_METRIC, COMPOSITIONALITY_METRICS
+from clipeval.tasks import Breakdown, Task
+
+TASK = Task(
+    name="compositionality",
+    order=2,
+    title="Compositionality",
+    table_title="Compositionality",
+    breakdowns=(Breakdown("groups", "group", "Compositionality by group"),),  # SugarCrepe's splits, Winoground's tags
+    main_metric="text_score",
+    main_metric_label="text score",
+    metrics=tuple(COMPOSITIONALITY_METRICS),
+    # A set whose examples' captions choose several images (WinoGAViL's) has no text score.
+    headline_metrics=("text_score", ASSOCIATION_METRIC),
+    counts=("texts",),
+    record_keys=("groups", "example_ids", "group_of", "outcomes", "choices"),
+    captioned=True,
+    precomputed_features="texts",
+    model_figures=("choice_failures",),
+    score_command="score-compositionality",
+    pairing="clipeval.compositionality.pairing",
+)
