@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import yaml
 from conftest import REPO
 
@@ -118,11 +119,13 @@ print(json.dumps({
     "difference": comparison["difference"],
     "interval": comparison["intervals"]["count_accuracy"],
     "page_has_table": "Object counting" in results_page("e", [("tiny", "jars", str(folder / "score.json"))]),
-    "compare_runs_pairing": "clipeval.counting.pairing" in closure and "clipeval.tasks.counting" in closure,
+    "compare_runs_pairing": {"clipeval.counting", "clipeval.counting.pairing", "clipeval.tasks.counting"} <= set(closure),
+    "summary_skips_pairing": "clipeval.counting.pairing" not in graph.closure(command_entry_modules("summarize")),
 }))
 """
 
 
+@pytest.mark.slow  # a new process
 def test_a_new_task_is_one_record_and_its_own_code(tmp_path):
     package = tmp_path / "workflow/clipeval"
     shutil.copytree(REPO / "workflow/clipeval", package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -160,3 +163,4 @@ def test_a_new_task_is_one_record_and_its_own_code(tmp_path):
     assert 0.0 <= low <= 50.0 <= high <= 100.0
     assert found["page_has_table"] is True
     assert found["compare_runs_pairing"] is True
+    assert found["summary_skips_pairing"] is True

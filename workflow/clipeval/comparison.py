@@ -17,11 +17,14 @@ from clipeval.statistics.bootstrap import (
 from clipeval.storage.ranks_records import read_ranks_record
 from clipeval.tasks import TASKS
 
+# Each task's module that pairs its records (its record's `pairing`: check_pairable, stacked_samples), imported
+# by name; the code graph counts them as this module's imports (planning/codegraph.py, NAMED_BY_RECORDS). With
+# __import__, as cli.py imports commands: the tests read which modules a job loaded from -X importtime.
+PAIRINGS = {name: __import__(task.pairing, fromlist=["stacked_samples"]) for name, task in TASKS.items()}
+
 
 def pairing_of(task: str):
-    """The module that pairs records of `task` (its record's `pairing`: check_pairable, stacked_samples)."""
-    # __import__, as cli.py imports commands: the tests read which modules a job loaded from -X importtime.
-    return __import__(TASKS[task].pairing, fromlist=["stacked_samples"])
+    return PAIRINGS[task]
 
 
 def check_pairable(first: dict, second: dict, second_path) -> None:

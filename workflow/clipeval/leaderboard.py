@@ -1,6 +1,6 @@
 """Every scored (model, dataset) pair of a results folder pivoted into one table: models × datasets.
 
-Each cell is the result's headline metric (metric_catalog.main_metric) with its
+Each cell is the result's headline metric (tasks.main_metric) with its
 95% interval, read from the pair's score file in the experiment that scored
 it. One model scored by several experiments is one row while they agree on
 its definition and, per dataset, on the scoring settings; otherwise each

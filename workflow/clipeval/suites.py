@@ -1,7 +1,7 @@
 """Suites: a named group of datasets, each model's average of their main metrics, and paired differences.
 
 Each dataset enters a suite's average through its task's main metric
-(metric_catalog.main_metric: mean recall for retrieval, top-1 for
+(tasks.main_metric: mean recall for retrieval, top-1 for
 classification, mAP for a multi-label set, the text score for
 compositionality), or, where it names the benchmark it is (`published:`),
 through the metric open_clip's results table reports for that benchmark, as

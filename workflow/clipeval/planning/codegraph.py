@@ -4,7 +4,8 @@ The workflow fingerprints each rule by the code its command runs (docs/CACHING.m
 "Caching and re-runs"). Imports are read with `ast`, so every form
 counts: `import clipeval.x`, `from .x import a`, `from . import x`, imports in
 parentheses or inside functions, and the package `__init__` files that any
-import of a submodule runs. Standard library only: Snakemake loads this while
+import of a submodule runs; so do the imports by name that the registries
+make (LISTING_PACKAGES, NAMED_BY_RECORDS). Standard library only: Snakemake loads this while
 planning.
 """
 
@@ -18,10 +19,11 @@ PACKAGE = "clipeval"
 # Files a module reads at import time besides Python: the open_clip backend registers the
 # shipped open_clip configs.
 DATA_FILES = {"clipeval.models.open_clip_models": ("models/configs/*.json",)}
-# Imports that no import statement shows. A package that finds its modules by listing its folder runs them
-# all when imported (clipeval.tasks: every task's record); a module there names in strings the modules that
-# are imported by name for it (a task record's `pairing`, which comparison.py imports).
+# Imports that no import statement shows. A listing package finds its modules by their files and imports them
+# all (clipeval.tasks: every task's record); a module here imports by name the modules that a listing
+# package's records name under a keyword (comparison.py: each task record's `pairing`).
 LISTING_PACKAGES = ("clipeval.tasks",)
+NAMED_BY_RECORDS = {"clipeval.comparison": ("clipeval.tasks", "pairing")}
 
 
 class CodeGraph:
@@ -83,6 +85,8 @@ class CodeGraph:
             self._cache_changed = True
         if module in LISTING_PACKAGES:
             found |= self._listed_modules(module)
+        if module in NAMED_BY_RECORDS:
+            found |= self._named_by_records(*NAMED_BY_RECORDS[module])
         return {
             parent
             for name in found
@@ -91,15 +95,17 @@ class CodeGraph:
             if self.source_file(parent)
         }
 
-    def named_modules(self, module: str) -> set[str]:
-        """Package modules that a module of a listing package names in strings, to be imported by name."""
-        if module.rpartition(".")[0] not in LISTING_PACKAGES:
-            return set()
-        tree = ast.parse(self.source_file(module).read_bytes())
-        strings = {
-            node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
-        }
-        return {name for name in strings if name.startswith(PACKAGE + ".") and self.source_file(name)}
+    def _named_by_records(self, package: str, keyword: str) -> set[str]:
+        """The strings that the records of `package` give as `keyword=` (each a module's name)."""
+        names = set()
+        for module in sorted(self._listed_modules(package)):
+            tree = ast.parse(self.source_file(module).read_bytes(), filename=str(self.source_file(module)))
+            names.update(
+                node.value.value
+                for node in ast.walk(tree)
+                if isinstance(node, ast.keyword) and node.arg == keyword and isinstance(node.value, ast.Constant)
+            )
+        return names
 
     def _listed_modules(self, package: str) -> set[str]:
         folder = self.source_file(package).parent
@@ -147,7 +153,7 @@ class CodeGraph:
             if module in seen or self.source_file(module) is None:
                 continue
             seen.add(module)
-            pending.extend((self.direct_imports(module) | self.named_modules(module)) - seen)
+            pending.extend(self.direct_imports(module) - seen)
         return sorted(seen)
 
     def files_of(self, modules) -> list[Path]:

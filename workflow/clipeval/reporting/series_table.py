@@ -1,7 +1,7 @@
 """A checkpoint series' results over its steps: each dataset's main metric per step, the best step marked.
 
 The best checkpoint of a series on a dataset has the highest value of the
-result's main metric (metric_catalog.main_metric, the one the averages use); on
+result's main metric (tasks.main_metric, the one the averages use); on
 a tie, the earliest step.
 """
 

@@ -57,8 +57,9 @@ class Task:
     # and of each model on each of them.
     figures: tuple[str, ...] = ()
     model_figures: tuple[str, ...] = ()
-    # Headline metrics in the order they are tried: the first a result has a value of is its headline, the
-    # main metric where none has one (a multi-label set's mAP, a set of associations' Jaccard score).
+    # Headline metrics in the order they are tried (a multi-label set's mAP before top-1, the text score before
+    # the Jaccard score of a set of associations): the first a result has a value of is its headline, the main
+    # metric where none has one.
     headline_metrics: tuple[str, ...] = ()
     # Metrics a score file nests under these keys (retrieval's directions): `t2i` → `R@5` is column t2i_R@5.
     nested_under: tuple[str, ...] = ()
