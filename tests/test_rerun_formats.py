@@ -418,10 +418,10 @@ def rule_of_log(path, workdir, config):
         return {"texts": "extract_text_features", "gather": "gather_image_features"}.get(
             path.stem, "extract_image_shard"
         )
-    if stage == "classify":
-        return {"classes": "encode_classes", "score": "score_classification"}[path.stem]
-    if stage == "score":  # score/{experiment}/{model}/{dataset}.log, …/{dataset}/compositionality.log
-        return "score_compositionality" if path.stem == "compositionality" else "score_retrieval"
+    if stage == "classify":  # classify/{model_key}/{dataset_key}/classes.log
+        return "encode_classes"
+    if stage == "score":  # score/{experiment}/{model}/{dataset}/{task}.log
+        return f"score_{path.stem}"
     if stage == "report":  # report/{experiment}/tables.log, …/{dataset}/plots.log, …/{dataset}/{model}/failures.log
         classification = len(parts) > 3 and config["datasets"][parts[2]]["task"] == "classification"
         return {

@@ -294,19 +294,6 @@ def compositionality_score_inputs(wildcards):
     }
 
 
-def predictions_option(wildcards, input):
-    if "t2i" in input.keys():
-        return ["--t2i", input.t2i, "--i2t", input.i2t]
-    return []
-
-
-# --- classify (classify.smk)
-
-
-def class_encode_inputs(wildcards):
-    return {"classes": PLAN.artifact("dataset_classes", dataset=dataset_of(wildcards)), **weights_input(wildcards)}
-
-
 def classification_score_inputs(wildcards):
     features = PLAN.feature_files(wildcards.model, wildcards.dataset)
     return {
@@ -331,6 +318,19 @@ def probe_score_inputs(wildcards):
         "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
         "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
     }
+
+
+def predictions_option(wildcards, input):
+    if "t2i" in input.keys():
+        return ["--t2i", input.t2i, "--i2t", input.i2t]
+    return []
+
+
+# --- classify (classify.smk)
+
+
+def class_encode_inputs(wildcards):
+    return {"classes": PLAN.artifact("dataset_classes", dataset=dataset_of(wildcards)), **weights_input(wildcards)}
 
 
 # --- compare (compare.smk)

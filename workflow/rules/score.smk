@@ -1,6 +1,7 @@
-# score: retrieval metrics from the full ranking of the features, checked
-# against the top-k predictions under the full protocol, with bootstrap
-# intervals; the per-query ranks feed paired comparisons.
+# score: each task's metrics from the features, with bootstrap intervals; the
+# ranks records (each query's or image's rank) feed paired comparisons.
+# Retrieval: from the full ranking of the features, checked against the top-k
+# predictions under the full protocol.
 
 
 rule score_retrieval:
@@ -10,7 +11,7 @@ rule score_retrieval:
         metrics=PLAN.experiment_artifact("retrieval_scores"),
         ranks=PLAN.experiment_artifact("retrieval_ranks"),
     log:
-        f"logs/score/{PLAN.experiment_name()}/{{model}}/{{dataset}}.log",
+        f"logs/score/{PLAN.experiment_name()}/{{model}}/{{dataset}}/retrieval.log",
     conda:
         ENV_FILE
     threads: array_job_threads
@@ -56,4 +57,55 @@ rule score_compositionality:
         "python -m clipeval score-compositionality --examples {input.examples:q}"
         " --image-feats {input.image_feats:q} --text-feats {input.text_feats:q} {params.intervals:q}"
         " --dataset-meta {input.dataset_meta:q} --model-meta {input.model_meta:q} --config {params.result_config:q}"
+        " --ranks-output {output.ranks:q} --output {output.metrics:q} > {log:q} 2>&1"
+
+
+# classification: each image ranks the class features (classify.smk).
+
+
+rule score_classification:
+    input:
+        unpack(classification_score_inputs),
+    output:
+        metrics=PLAN.experiment_artifact("classification_scores"),
+        ranks=PLAN.experiment_artifact("classification_ranks"),
+    log:
+        f"logs/score/{PLAN.experiment_name()}/{{model}}/{{dataset}}/classification.log",
+    conda:
+        ENV_FILE
+    params:
+        intervals=PLAN.interval_options(),
+        result_config=result_config,
+        code=code_fingerprint("score-classification"),
+    shell:
+        "python -m clipeval score-classification --image-feats {input.images:q} --class-feats {input.classes:q}"
+        " --labels {input.labels:q} --classes {input.class_spec:q} --dataset-meta {input.dataset_meta:q}"
+        " --model-meta {input.model_meta:q} --config {params.result_config:q} {params.intervals:q}"
+        " --ranks-output {output.ranks:q} --output {output.metrics:q} > {log:q} 2>&1"
+
+
+# probe: logistic regression on the frozen image features of a train split,
+# few-shot and full, scored on the test split's (no class prompts).
+
+
+rule score_probe:
+    input:
+        unpack(probe_score_inputs),
+    output:
+        metrics=PLAN.experiment_artifact("probe_scores"),
+        ranks=PLAN.experiment_artifact("probe_ranks"),
+    log:
+        f"logs/score/{PLAN.experiment_name()}/{{model}}/{{dataset}}/probe.log",
+    conda:
+        ENV_FILE
+    params:
+        probe=PLAN.probe_options(),
+        intervals=PLAN.interval_options(),
+        result_config=result_config,
+        code=code_fingerprint("score-probe"),
+    shell:
+        "python -m clipeval score-probe --train-feats {input.train_feats:q} --train-labels {input.train_labels:q}"
+        " --train-classes {input.train_classes:q} --image-feats {input.image_feats:q} --labels {input.labels:q}"
+        " --classes {input.classes:q} {params.probe:q} {params.intervals:q} --dataset-meta {input.dataset_meta:q}"
+        " --model-meta {input.model_meta:q} --config {params.result_config:q}"
         " --ranks-output {output.ranks:q} --output {output.metrics:q} > {log:q} 2>&1"
