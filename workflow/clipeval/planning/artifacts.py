@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from clipeval.experiments import experiment_dir
+from clipeval.tasks import TASKS
 
 RESULTS = Path("results")
 
@@ -42,14 +43,12 @@ ARTIFACTS = {
 # are logs/STAGE/NAME…), by the names its config gives: what depends on its
 # scoring settings and on which models it holds.
 EXPERIMENT_OUTPUTS = {
-    "retrieval_scores": "scores/{model}/{dataset}/retrieval.json",
-    "retrieval_ranks": "scores/{model}/{dataset}/retrieval-ranks.json",
-    "classification_scores": "scores/{model}/{dataset}/classification.json",
-    "classification_ranks": "scores/{model}/{dataset}/classification-ranks.json",
-    "compositionality_scores": "scores/{model}/{dataset}/compositionality.json",
-    "compositionality_ranks": "scores/{model}/{dataset}/compositionality-ranks.json",
-    "probe_scores": "scores/{model}/{dataset}/probe.json",
-    "probe_ranks": "scores/{model}/{dataset}/probe-ranks.json",
+    # Each task's score file and ranks record (score.smk).
+    **{
+        f"{task}_{kind}": f"scores/{{model}}/{{dataset}}/{task}{suffix}.json"
+        for task in TASKS
+        for kind, suffix in (("scores", ""), ("ranks", "-ranks"))
+    },
     "comparisons": "comparisons/{dataset}.json",
     "suite_scores": "suites/{suite}.json",
     "summary_csv": "summary.csv",
