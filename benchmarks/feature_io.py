@@ -8,7 +8,7 @@ against the jsonl's sha256; on feature files from elsewhere it parses.
 """
 
 import argparse
-import os
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
@@ -51,8 +51,8 @@ def main(argv=None):
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=["flickr30k-1k", "coco-5k"])
     args = parser.parse_args(argv)
     rows = []
-    with tempfile.TemporaryDirectory() as workdir:
-        os.chdir(workdir)
+    # Back to the folder it started in: make bench runs the next benchmark in the same process.
+    with tempfile.TemporaryDirectory() as workdir, contextlib.chdir(workdir):
         (Path(workdir) / "results").mkdir()
         for shape in args.shapes:
             rows += shape_rows(shape, Path(workdir))

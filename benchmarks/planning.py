@@ -11,6 +11,7 @@ from the cache a plan leaves in .snakemake/.
 """
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -40,14 +41,8 @@ def fingerprint_every_rule(graph, save=False) -> None:
 
 
 def dry_run_seconds(folder: Path, repeats: int) -> float:
-    import os
-
-    here = os.getcwd()
-    os.chdir(folder)
-    try:
+    with contextlib.chdir(folder):
         return run_command([sys.executable, "-m", "snakemake", "--dry-run", "--quiet", "all"], repeats)[0]
-    finally:
-        os.chdir(here)
 
 
 def main(argv=None) -> int:

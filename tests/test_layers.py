@@ -1,6 +1,6 @@
 """The package's layers hold: no module imports one of a higher layer, no two packages import each other,
 however indirectly (both read from the import graph that the code fingerprints use), and the benchmarks use
-only the package's public names."""
+only the package's public names and leave the folder they run in as they found it."""
 
 import ast
 
@@ -148,6 +148,30 @@ def private_names_used(source):
 @pytest.mark.parametrize("script", sorted((REPO / "benchmarks").glob("*.py")), ids=lambda path: path.name)
 def test_benchmarks_use_public_names_only(script):
     assert private_names_used(script.read_text()) == []
+
+
+def folder_changes(source):
+    """The lines of `os.chdir(...)` calls, which leave the folder changed for whatever runs next."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "chdir"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "os"
+    ]
+
+
+@pytest.mark.parametrize("script", sorted((REPO / "benchmarks").glob("*.py")), ids=lambda path: path.name)
+def test_benchmarks_change_folder_only_for_a_block(script):
+    """`make bench` runs every script in one process: one that left its folder changed (a temporary one it
+    then removed) broke the next. contextlib.chdir changes it back."""
+    assert folder_changes(script.read_text()) == []
+
+
+def test_a_folder_change_is_found():
+    assert folder_changes("import os\nos.chdir('x')\nwith contextlib.chdir('y'):\n    pass\n") == [2]
 
 
 def test_a_private_name_is_found():
