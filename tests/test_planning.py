@@ -102,11 +102,55 @@ def test_evaluate_and_a_baseline_narrow_the_pairs_and_comparisons():
     }
 
 
+def test_a_score_job_reads_the_files_its_task_names_and_takes_its_settings():
+    probe = {"shots": [1, 4], "seeds": 2, "validation": 0.25, "regularization": [0.1, 1], "max_iterations": 50}
+
+    def change(config):
+        config["metrics"].update(ranking_at=[10], allow_queries_without_positive=True)
+        config["datasets"]["probed"] = {**config["datasets"]["cifar"], "task": "probe", "train_split": "cifar"}
+        config["probe"] = probe
+
+    plan = plan_of(change)
+    metas = {"dataset_meta": "dataset", "model_meta": "model"}
+    flickr = plan.score_inputs("given", "flickr")
+    assert flickr == {
+        "texts": plan.artifact("dataset_texts", dataset="flickr"),
+        "image_feats": "i.jsonl",
+        "text_feats": "t.jsonl",
+        "dataset_meta": plan.artifact("dataset_meta", dataset="flickr"),
+        "model_meta": plan.artifact("model_meta", model="given"),
+        **{way: plan.artifact("predictions", model="given", dataset="flickr", direction=way) for way in ("t2i", "i2t")},
+    }
+    # Folds rank within each fold: knn's full-gallery lists are not read.
+    assert list(plan.score_inputs("b32", "coco")) == ["texts", "image_feats", "text_feats", *metas]
+    assert plan.score_options("coco") == [
+        *("--protocol", "folds-1k", "--recall-at", "1", "5", "10", "--ranking-at", "10"),
+        *("--allow-queries-without-positive", "--bootstrap", "1000", "--seed", "0"),
+    ]
+    assert plan.score_inputs("b32", "probed") == {
+        "train_feats": plan.artifact("image_features", model="b32", dataset="cifar"),
+        "train_labels": plan.artifact("dataset_labels", dataset="cifar"),
+        "train_classes": plan.artifact("dataset_classes", dataset="cifar"),
+        "image_feats": plan.artifact("image_features", model="b32", dataset="probed"),
+        "labels": plan.artifact("dataset_labels", dataset="probed"),
+        "classes": plan.artifact("dataset_classes", dataset="probed"),
+        "dataset_meta": plan.artifact("dataset_meta", dataset="probed"),
+        "model_meta": plan.artifact("model_meta", model="b32"),
+    }
+    assert plan.score_options("probed") == [
+        *("--shots", "1", "4", "--seeds", "2", "--validation", "0.25", "--regularization", "0.1", "1.0"),
+        *("--max-iterations", "50", "--bootstrap", "1000", "--seed", "0"),
+    ]
+    assert list(plan.score_inputs("b32", "cifar")) == ["image_feats", "class_feats", "labels", "classes", *metas]
+    assert plan.score_options("cifar") == ["--bootstrap", "1000", "--seed", "0"]
+
+
 def test_settings_behind_each_result():
     plan = plan_of()
     assert plan.experiment_name() == "mine"
     assert plan_of(lambda c: c.update(experiment="named")).experiment_name() == "named"
-    assert plan.retrieval_protocol("coco") == "folds-1k" and plan.retrieval_protocol("flickr") == "full"
+    assert not plan.checks_predictions("coco") and plan.checks_predictions("flickr")
+    assert not plan.checks_predictions("cifar")
     assert plan.model_precision("b32") == "bf16" and plan.model_precision("tiny") == "fp32"
     train, trained = plan.dataset_keys["train"], plan.training_keys["tiny"]
     assert plan.checkpoint_of("tiny") == f"results/checkpoints/{trained}/checkpoint.pt"

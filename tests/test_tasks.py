@@ -12,8 +12,10 @@ import pytest
 import yaml
 from conftest import REPO
 
-from clipeval.cli import command_names
+from clipeval.cli import build_parser, command_names
 from clipeval.planning.artifacts import ARTIFACTS, EXPERIMENT_OUTPUTS
+from clipeval.planning.config_errors import fill_defaults
+from clipeval.planning.plan import Plan, fill_metric_defaults
 from clipeval.tasks import TASKS, Task
 
 # Dataset tasks that are read, not scored: a model's training set and a probe's train split.
@@ -40,11 +42,30 @@ def test_the_schema_s_scored_tasks_are_the_registry_s():
     assert schema_tasks(schema) - READ_ONLY_TASKS == set(TASKS)
 
 
-def test_every_task_is_scored_by_a_command_a_rule_runs_and_shows_artifacts_the_workflow_names():
-    rules = "".join(path.read_text() for path in sorted((REPO / "workflow/rules").glob("*.smk")))
+def plan_of_every_task() -> Plan:
+    """The default config with a shapes dataset of every task, a fitted one's fitted on shapes-classes."""
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    for name in TASKS:
+        entry = {"format": "shapes", "task": name, "num_images": 8, "seed": 3}
+        config["datasets"][f"shapes-{name}"] = {
+            **entry,
+            **({"train_split": "shapes-classes"} if TASKS[name].fitted else {}),
+        }
+    fill_defaults(config, yaml.safe_load((REPO / "config/schema.yaml").read_text()))
+    fill_metric_defaults(config)
+    return Plan(config, ["config/config.yaml"])
+
+
+def test_every_task_is_scored_by_a_command_that_takes_the_files_and_settings_its_record_names():
+    plan = plan_of_every_task()
+    outputs = ["--config", "c.json", "--ranks-output", "r.json", "--output", "s.json"]
     for task in TASKS.values():
         assert task.score_command in command_names(), task.name
-        assert f'"python -m clipeval {task.score_command} ' in rules, task.name
+        dataset = f"shapes-{task.name}"
+        inputs = plan.score_inputs("tiny-shapes", dataset)
+        argv = [task.score_command, *(word for name in inputs for word in (f"--{name.replace('_', '-')}", name))]
+        args = build_parser(argv).parse_args([*argv, *plan.score_options(dataset), *outputs])
+        assert {name: str(getattr(args, name)) for name in inputs} == {name: name for name in inputs}, task.name
         assert set(task.figures) | set(task.model_figures) <= set(EXPERIMENT_OUTPUTS) | set(ARTIFACTS), task.name
         pairing = __import__(task.pairing, fromlist=["stacked_samples"])
         assert callable(pairing.check_pairable) and callable(pairing.stacked_samples), task.name
@@ -72,6 +93,7 @@ TASK = Task(
     counts=("classes",),
     record_keys=("image_ids", "right"),
     score_command="score-counting",
+    score_inputs={"image_feats": "features/images", "labels": "dataset_labels"},
     pairing="clipeval.counting.pairing",
 )
 """
@@ -99,6 +121,7 @@ from pathlib import Path
 
 from clipeval.comparison import compare_all
 from clipeval.planning.codegraph import CodeGraph, command_entry_modules
+from clipeval.planning.plan import Plan
 from clipeval.reporting.summary import columns_for, render_markdown, summary_row
 from clipeval.reporting.tables import results_page
 from clipeval.tasks import TASKS, main_metric
@@ -108,6 +131,13 @@ metrics = {"task": "counting", "count_accuracy": 75.0, "counts": {"images": 4, "
 (folder / "score.json").write_text(json.dumps(metrics))
 row = summary_row("tiny", "jars", metrics)
 comparison = compare_all(["a", "b"], [folder / "a.json", folder / "b.json"], replicates=20, seed=0)[0]
+config = {
+    "datasets": {"jars": {"format": "shapes", "task": "counting", "num_images": 4, "seed": 0}},
+    "models": {"tiny": {"arch": "clipeval-tiny", "pretrained": "tiny.pt"}},
+    "numerics": "portable", "extract": {"precision": "fp32"}, "knn": {"top_k": 10},
+    "metrics": {"bootstrap": 20, "bootstrap_seed": 0},
+}
+plan = Plan(config, ["config/jars.yaml"])
 graph = CodeGraph(Path(sys.argv[2]))
 closure = graph.closure(command_entry_modules("compare-models"))
 print(json.dumps({
@@ -121,6 +151,9 @@ print(json.dumps({
     "page_has_table": "Object counting" in results_page("e", [("tiny", "jars", str(folder / "score.json"))]),
     "compare_runs_pairing": {"clipeval.counting", "clipeval.counting.pairing", "clipeval.tasks.counting"} <= set(closure),
     "summary_skips_pairing": "clipeval.counting.pairing" not in graph.closure(command_entry_modules("summarize")),
+    "score_inputs": list(plan.score_inputs("tiny", "jars")),
+    "score_options": plan.score_options("jars"),
+    "evaluated": plan.evaluated_datasets("counting"),
 }))
 """
 
@@ -164,3 +197,6 @@ def test_a_new_task_is_one_record_and_its_own_code(tmp_path):
     assert found["page_has_table"] is True
     assert found["compare_runs_pairing"] is True
     assert found["summary_skips_pairing"] is True
+    assert found["score_inputs"] == ["image_feats", "labels", "dataset_meta", "model_meta"]
+    assert found["score_options"] == ["--bootstrap", "20", "--seed", "0"]
+    assert found["evaluated"] == ["jars"]

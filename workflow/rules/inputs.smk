@@ -262,68 +262,13 @@ def knn_inputs(wildcards):
 
 
 def score_inputs(wildcards):
-    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
-    inputs = {
-        "texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset),
-        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
-        "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
-        "image_feats": features["images"],
-        "text_feats": features["texts"],
-    }
-    if PLAN.retrieval_protocol(wildcards.dataset) == "full":
-        # Folds rank within each fold; full-gallery top-k lists cannot be checked against that.
-        inputs.update(
-            {
-                direction: PLAN.artifact(
-                    "predictions", model=wildcards.model, dataset=wildcards.dataset, direction=direction
-                )
-                for direction in ("t2i", "i2t")
-            }
-        )
-    return inputs
+    return PLAN.score_inputs(wildcards.model, wildcards.dataset)
 
 
-def compositionality_score_inputs(wildcards):
-    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
-    return {
-        "examples": PLAN.artifact("dataset_examples", dataset=wildcards.dataset),
-        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
-        "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
-        "image_feats": features["images"],
-        "text_feats": features["texts"],
-    }
-
-
-def classification_score_inputs(wildcards):
-    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
-    return {
-        "images": features["images"],
-        "classes": features["classes"],
-        "labels": PLAN.artifact("dataset_labels", dataset=wildcards.dataset),
-        "class_spec": PLAN.artifact("dataset_classes", dataset=wildcards.dataset),
-        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
-        "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
-    }
-
-
-def probe_score_inputs(wildcards):
-    train = PLAN.probe_train_split(wildcards.dataset)
-    return {
-        "train_feats": PLAN.feature_files(wildcards.model, train)["images"],
-        "train_labels": PLAN.artifact("dataset_labels", dataset=train),
-        "train_classes": PLAN.artifact("dataset_classes", dataset=train),
-        "image_feats": PLAN.feature_files(wildcards.model, wildcards.dataset)["images"],
-        "labels": PLAN.artifact("dataset_labels", dataset=wildcards.dataset),
-        "classes": PLAN.artifact("dataset_classes", dataset=wildcards.dataset),
-        "dataset_meta": PLAN.artifact("dataset_meta", dataset=wildcards.dataset),
-        "model_meta": PLAN.artifact("model_meta", model=wildcards.model),
-    }
-
-
-def predictions_option(wildcards, input):
-    if "t2i" in input.keys():
-        return ["--t2i", input.t2i, "--i2t", input.i2t]
-    return []
+def score_arguments(wildcards, input):
+    """--INPUT FILE for each of the score job's files (its underscores as dashes), then its task's options."""
+    files = [word for name, path in input.items() for word in (f"--{name.replace('_', '-')}", path)]
+    return [*files, *PLAN.score_options(wildcards.dataset)]
 
 
 # --- classify (classify.smk)

@@ -26,8 +26,11 @@ from clipeval.tasks import TASKS
 # component, a wildcard value and a word of job command lines. config/schema.yaml's
 # `name` says the same; Python's `$` there also lets a trailing newline through.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-# The tasks of a dataset a probe may be fitted on.
-PROBE_TRAIN_TASKS = ("classification", "probe_train")
+# The tasks that take a train split, the tasks of the datasets that split may name, and those of the datasets
+# only ever extracted as one (a probe's probe_train).
+FITTED_TASKS = tuple(name for name, task in TASKS.items() if task.fitted)
+TRAIN_ONLY_TASKS = {name for task in TASKS.values() for name in task.fitted_on if name not in TASKS}
+GROUPED_TASKS = tuple(name for name, task in TASKS.items() if task.grouped)
 NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters"
 
 
@@ -84,24 +87,29 @@ def check_references(plan: Plan) -> None:
                 f" {metric.split('/')[1]} group: name {metric.split('/')[1]} in the dataset's groups"
             )
         key = ("datasets", name, "train_split")
-        if entry["task"] != "probe":
+        if entry["task"] not in FITTED_TASKS:
             if "train_split" in entry:
-                raise ConfigError(f"{location(key)}: only a dataset of task probe names a train split")
+                raise ConfigError(
+                    f"{location(key)}: only a dataset of task {' or '.join(FITTED_TASKS)} names a train split"
+                )
             continue
         if "train_split" not in entry:
-            raise ConfigError(f"{location(key)}: a probe dataset names the dataset its classifier is fitted on")
+            raise ConfigError(
+                f"{location(key)}: a {entry['task']} dataset names the dataset its classifier is fitted on"
+            )
         known(key, entry["train_split"], "datasets")
         task = config["datasets"][entry["train_split"]]["task"]
-        if task not in PROBE_TRAIN_TASKS:
+        fitted_on = TASKS[entry["task"]].fitted_on
+        if task not in fitted_on:
             raise ConfigError(
                 f"{location(key)}: dataset {entry['train_split']!r} has task {task!r}; a train split is a"
-                f" classification dataset ({' or '.join(PROBE_TRAIN_TASKS)})"
+                f" {fitted_on[0]} dataset ({' or '.join(fitted_on)})"
             )
     for name, entry in config["datasets"].items():
-        if "groups" in entry and entry["task"] != "classification":
+        if "groups" in entry and entry["task"] not in GROUPED_TASKS:
             raise ConfigError(
-                f"{location(('datasets', name, 'groups'))}: only a dataset of task classification is scored by group"
-                f" (this one's task is {entry['task']})"
+                f"{location(('datasets', name, 'groups'))}: only a dataset of task {' or '.join(GROUPED_TASKS)} is"
+                f" scored by group (this one's task is {entry['task']})"
             )
     for name, entry in config["models"].items():
         if "train" in entry:
@@ -114,13 +122,13 @@ def check_references(plan: Plan) -> None:
             known(("models", named, "train", "dataset"), entry["train"]["dataset"], "datasets")
             check_training_precision(named, entry["train"], config["numerics"])
         for dataset, files in entry.get("features", {}).items():
-            if config["datasets"].get(dataset, {}).get("task") == "probe_train":
-                continue  # a probe's train split: its images are all it needs
+            if config["datasets"].get(dataset, {}).get("task") in TRAIN_ONLY_TASKS:
+                continue  # a train split alone: its images are all it needs
             evaluated(("models", name, "features", dataset), dataset)
             task = config["datasets"][dataset]["task"]
-            if task == "probe" and config["datasets"][dataset]["train_split"] not in entry["features"]:
+            if TASKS[task].fitted and config["datasets"][dataset]["train_split"] not in entry["features"]:
                 raise ConfigError(
-                    f"{location(('models', name, 'features', dataset))}: a probe dataset needs features of its"
+                    f"{location(('models', name, 'features', dataset))}: a {task} dataset needs features of its"
                     f" train split {config['datasets'][dataset]['train_split']!r} too"
                 )
             needed = TASKS[task].precomputed_features
@@ -174,10 +182,7 @@ def check_knn_depth(plan: Plan) -> None:
     """knn's lists hold the largest K, wherever knn runs (retrieval under the full protocol)."""
     config = plan.config
     deepest = max(config["metrics"]["recall_at"])
-    knn_runs = any(
-        config["datasets"][dataset]["task"] == "retrieval" and plan.retrieval_protocol(dataset) == "full"
-        for _, dataset in plan.evaluation_pairs()
-    )
+    knn_runs = any(plan.checks_predictions(dataset) for _, dataset in plan.evaluation_pairs())
     if knn_runs and config["knn"]["top_k"] < deepest:
         raise ConfigError(
             f"knn.top_k: {config['knn']['top_k']} is too few: R@{deepest} needs at least {deepest} predictions"

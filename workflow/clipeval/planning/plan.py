@@ -91,9 +91,6 @@ class Plan:
             if setting.kind == kind and setting.key in entry
         ]
 
-    def retrieval_protocol(self, dataset: str) -> str:
-        return self.dataset(dataset).get("protocol", self.config["metrics"]["protocol"])
-
     def model_precision(self, model: str) -> str:
         return self.model(model).get("precision", self.config["extract"]["precision"])
 
@@ -197,7 +194,7 @@ class Plan:
         for model, dataset in self.evaluation_pairs():
             pairs.append((model, dataset))
             if self.task(dataset).fitted:
-                pairs.append((model, self.probe_train_split(dataset)))
+                pairs.append((model, self.train_split(dataset)))
         return list(dict.fromkeys(pairs))
 
     def task(self, dataset: str) -> Task:
@@ -256,14 +253,18 @@ class Plan:
         return {**self.model(name), "precision": self.model_precision(name), "numerics": self.config["numerics"]}
 
     def scoring_settings(self, dataset: str) -> dict:
-        """The settings beyond the model and dataset entries that shape a pair's predictions and scores."""
+        """The settings beyond the model and dataset entries that shape a pair's predictions and scores: the
+        bootstrap's, and those its task is scored with."""
         metrics = {key: self.config["metrics"][key] for key in ("bootstrap", "bootstrap_seed")}
-        if self.dataset(dataset)["task"] == "probe":
-            return {"metrics": metrics, "probe": self.config["probe"]}
-        if self.dataset(dataset)["task"] != "retrieval":
-            return {"metrics": metrics}
-        metrics.update(self.config["metrics"], protocol=self.retrieval_protocol(dataset))
-        return {"metrics": metrics, "knn": {"top_k": self.config["knn"]["top_k"]}}
+        task = self.task(dataset)
+        own = dict(task.scored_with(self.config, self.dataset(dataset))) if task.scored_with else {}
+        metrics.update(own.pop("metrics", {}))
+        return {"metrics": metrics, **own}
+
+    def checks_predictions(self, dataset: str) -> bool:
+        """Whether a dataset's scores are checked against knn's top-k lists, which knn then writes."""
+        check = self.task(dataset).checks_predictions
+        return bool(check) and check(self.scoring_settings(dataset))
 
     def experiment_record(self) -> dict:
         """What this experiment defines and where its shared artifacts are, for results/experiments/NAME/."""
@@ -288,7 +289,7 @@ class Plan:
                         self.artifact("predictions", model=model, dataset=dataset, direction="t2i")
                     )
                     for model, dataset in pairs
-                    if self.dataset(dataset)["task"] == "retrieval" and self.retrieval_protocol(dataset) == "full"
+                    if self.checks_predictions(dataset)
                 },
             },
             "config": self.config,
@@ -336,18 +337,34 @@ class Plan:
             if not self.is_features_model(model) and self.task(dataset).captioned
         ]
 
-    def probe_train_split(self, dataset: str) -> str:
-        """The dataset a probe's classifier is fitted on (a probe dataset's train_split)."""
+    def train_split(self, dataset: str) -> str:
+        """The dataset a fitted task's dataset is fitted on (its train_split)."""
         return self.dataset(dataset)["train_split"]
 
-    def probe_options(self) -> list[str]:
-        settings = self.config["probe"]
-        return [
-            *("--shots", *(str(shots) for shots in settings["shots"])),
-            *("--seeds", str(settings["seeds"]), "--validation", str(settings["validation"])),
-            *("--regularization", *(repr(float(value)) for value in settings["regularization"])),
-            *("--max-iterations", str(settings["max_iterations"])),
-        ]
+    def score_inputs(self, model: str, dataset: str) -> dict[str, str]:
+        """{input: path} of a pair's score job: its task's score_inputs, the dataset's and model's metadata, and
+        knn's top-k lists where its scores are checked against them."""
+        inputs = {}
+        for name, file in self.task(dataset).score_inputs.items():
+            source = dataset
+            if file.startswith("train_split/"):
+                source, file = self.train_split(dataset), file.removeprefix("train_split/")
+            if file.startswith("features/"):
+                inputs[name] = self.feature_files(model, source)[file.removeprefix("features/")]
+            else:
+                inputs[name] = self.artifact(file, dataset=source)
+        inputs["dataset_meta"] = self.artifact("dataset_meta", dataset=dataset)
+        inputs["model_meta"] = self.artifact("model_meta", model=model)
+        if self.checks_predictions(dataset):
+            for direction in ("t2i", "i2t"):
+                inputs[direction] = self.artifact("predictions", model=model, dataset=dataset, direction=direction)
+        return inputs
+
+    def score_options(self, dataset: str) -> list[str]:
+        """A dataset's score command's options beyond its files: its task's settings', then the bootstrap's."""
+        task = self.task(dataset)
+        own = task.score_options(self.scoring_settings(dataset)) if task.score_options else []
+        return [*own, *self.interval_options()]
 
     def score_file(self, model: str, dataset: str, kind: str = "scores") -> str:
         """A score artifact (kind: scores or ranks) of the dataset's task."""

@@ -69,9 +69,27 @@ class Task:
     counts: tuple[str, ...] = ()  # the counts its summary rows show beside the images
     record_keys: tuple[str, ...] = ()  # the keys every ranks record of it holds
     captioned: bool = False  # whether its datasets' captions are encoded (and so tokenized)
-    fitted: bool = False  # whether it is fitted on the features of a dataset's train_split
+    # The tasks of the dataset its datasets' train_split names, where it is fitted on that split's features.
+    fitted_on: tuple[str, ...] = ()
+    grouped: bool = False  # whether its datasets may be scored by group (a dataset's `groups:`)
     precomputed_features: str = ""  # the feature file a model of precomputed features needs for it
     score_command: str = ""  # `python -m clipeval COMMAND` that writes its score files
+    # What its score command reads, {input: file}, each given as --INPUT (its underscores as dashes) beside every
+    # task's --dataset-meta and --model-meta: a dataset artifact (workflow/clipeval/planning/artifacts.py:
+    # `dataset_texts`) or a model's features of the dataset (`features/images`, `features/texts`,
+    # `features/classes`), its train split's where prefixed `train_split/`.
+    score_inputs: dict = field(default_factory=dict)
+    # The config's settings, beyond the bootstrap's, that shape its scores: {section: settings} of the config and
+    # the dataset's entry (retrieval's K values and protocol, the probe's shots).
+    scored_with: Callable[[dict, dict], dict] | None = None
+    # Its score command's options for those settings (all its scoring settings, the bootstrap's included).
+    score_options: Callable[[dict], list[str]] | None = None
+    # Whether its scores are checked against knn's top-k lists under those settings (retrieval under the full
+    # protocol): its score job then reads them, and knn runs for it.
+    checks_predictions: Callable[[dict], bool] | None = None
+    # Whether its score job takes a numpy job's threads (a quarter of a local run's cores), its bytes not
+    # depending on them; one thread where False.
+    array_threads: bool = False
     pairing: str = ""  # the module with its check_pairable(first, second, path) and stacked_samples(records)
 
     def metrics_of(self, settings: dict) -> list[Metric]:
@@ -85,6 +103,11 @@ class Task:
         if self.compared_for:
             return self.compared_for(settings, with_rsum)
         return [metric for metric in self.metrics if metric.compared and metric.tabled]
+
+    @property
+    def fitted(self) -> bool:
+        """Whether it is fitted on the features of a dataset's train_split."""
+        return bool(self.fitted_on)
 
     def headline(self, values: dict) -> str:
         """The headline metric of a result (a metrics file, a summary row or a statistic's numbers)."""

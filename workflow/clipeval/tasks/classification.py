@@ -13,10 +13,17 @@ TASK = Task(
     metrics=tuple(CLASSIFICATION_METRICS),
     headline_metrics=(MULTILABEL_METRIC,),  # a multi-label set's, whose top-1 is undefined
     counts=("classes",),
+    grouped=True,
     record_keys=("num_classes", "image_ids", "labels", "ranks"),
     precomputed_features="classes",
     figures=("class_recall",),
     model_figures=("confusion", "confused_pairs"),
     score_command="score-classification",
+    score_inputs={
+        "image_feats": "features/images",
+        "class_feats": "features/classes",
+        "labels": "dataset_labels",
+        "classes": "dataset_classes",
+    },
     pairing="clipeval.classification.pairing",
 )

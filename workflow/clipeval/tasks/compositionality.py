@@ -20,5 +20,6 @@ TASK = Task(
     precomputed_features="texts",
     model_figures=("choice_failures",),
     score_command="score-compositionality",
+    score_inputs={"examples": "dataset_examples", "image_feats": "features/images", "text_feats": "features/texts"},
     pairing="clipeval.compositionality.pairing",
 )

@@ -39,6 +39,27 @@ def _compared(settings: dict, with_rsum: bool) -> list[Metric]:
     return shown
 
 
+def _scored_with(config: dict, entry: dict) -> dict:
+    """Every metrics setting, with the dataset's own protocol where it names one, and knn's depth."""
+    metrics = {**config["metrics"], "protocol": entry.get("protocol", config["metrics"]["protocol"])}
+    return {"metrics": metrics, "knn": {"top_k": config["knn"]["top_k"]}}
+
+
+def _score_options(settings: dict) -> list[str]:
+    metrics = settings["metrics"]
+    return [
+        *("--protocol", metrics["protocol"]),
+        *("--recall-at", *(str(k) for k in metrics["recall_at"])),
+        *("--ranking-at", *(str(k) for k in metrics["ranking_at"])),
+        *(["--allow-queries-without-positive"] if metrics["allow_queries_without_positive"] else []),
+    ]
+
+
+def _checks_predictions(settings: dict) -> bool:
+    """Folds rank within each fold; full-gallery top-k lists cannot be checked against that."""
+    return settings["metrics"]["protocol"] == "full"
+
+
 TASK = Task(
     name="retrieval",
     order=0,
@@ -59,5 +80,10 @@ TASK = Task(
     figures=("recall_curves", "rank_distribution"),
     model_figures=("t2i_failures", "i2t_failures"),
     score_command="score-retrieval",
+    score_inputs={"texts": "dataset_texts", "image_feats": "features/images", "text_feats": "features/texts"},
+    scored_with=_scored_with,
+    score_options=_score_options,
+    checks_predictions=_checks_predictions,
+    array_threads=True,
     pairing="clipeval.retrieval.pairing",
 )
