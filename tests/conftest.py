@@ -175,7 +175,7 @@ class FinishedExperiment:
 @pytest.fixture(scope="session")
 def default_experiment(tmp_path_factory):
     """`snakemake --cores all` on the default config, as `make run` does, run once for the whole session
-    (once_per_session.py): tests/test_workflow.py checks it."""
+    (once_per_session.py): tests/test_workflow.py, test_report_browser.py and test_workflow_reruns.py check it."""
     from once_per_session import build_once, result_digests, shared_directory
     from snakemake_runner import copy_workflow, snakemake
 

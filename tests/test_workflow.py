@@ -192,38 +192,6 @@ def test_the_report_figures_show_the_metrics_files_numbers(default_run):
     assert [[int(row[name]) for name in classnames] for row in confusion] == classification["confusion_matrix"]
 
 
-def test_the_report_opens_in_a_real_browser(default_run, tmp_path):
-    """snakemake --report builds one HTML file; chromium loads it without errors and renders every figure.
-    It is written outside the run's folder, which tests/test_workflow_reruns.py copies meanwhile."""
-    from browser import visit_report
-
-    report, screenshot = tmp_path / "report.html", tmp_path / "report-screenshot.png"
-    result = snakemake(default_run, "--report", report)
-    assert result.returncode == 0, result.stderr[-3000:]
-    visit = visit_report(report, screenshot, "shapes-test", "tiny-shapes", "Results", "tables")
-    errors, fetched, decoded, width, table = visit
-    assert errors == []
-    assert fetched == []  # self-contained: the page asked for nothing beyond its own file
-    figures = {path.split("report/", 1)[1] for path in decoded}
-    assert figures == {
-        "shapes-test/recall-curves.png",
-        "shapes-test/rank-distribution.png",
-        "shapes-test/tiny-shapes/failures-t2i.png",
-        "shapes-test/tiny-shapes/failures-i2t.png",
-        "shapes-classes/class-recall.png",
-        "shapes-classes/tiny-shapes/confusion.png",
-        "shapes-classes/tiny-shapes/confused-pairs.png",
-    }
-    assert all(width > 300 for width in decoded.values()), decoded
-    assert width == decoded["results/experiments/default/report/shapes-test/tiny-shapes/failures-i2t.png"]
-    row = read_summary(default_run)[0]
-    assert (
-        f"{float(row['t2i_R@1']):.2f} [{float(row['t2i_R@1_ci_low']):.2f}, {float(row['t2i_R@1_ci_high']):.2f}]"
-        in table
-    )
-    assert screenshot.stat().st_size > 10_000
-
-
 def test_a_finished_run_has_nothing_to_do(default_run):
     assert planned_jobs(default_run) == {}
     result = snakemake(default_run, "--cores", JOB_CORES)
