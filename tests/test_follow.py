@@ -4,6 +4,7 @@ a stand-in for the workflow, and how a failed run's output is told (clipeval/fol
 import io
 import json
 import struct
+import time
 import zipfile
 
 import pytest
@@ -304,6 +305,8 @@ def wandb_records(path):
         if kind == 0:
             offset += left
             continue
+        if offset + 7 + length > len(data):
+            break  # a chunk still being written
         pending += data[offset + 7 : offset + 7 + length]
         offset += 7 + length
         if kind in (1, 4):
@@ -312,6 +315,19 @@ def wandb_records(path):
             records.append(record)
             pending = b""
     return records
+
+
+def finished_wandb_records(path, within_s=60):
+    """The records of a run's transaction log once it ends in the run's exit record. W&B's service process writes
+    the log on its own schedule, so under load it can still be short of that when `finish()` has returned."""
+    deadline = time.monotonic() + within_s
+    while True:
+        records = wandb_records(path)
+        kinds = [record.WhichOneof("record_type") for record in records]
+        if kinds[-1:] == ["exit"]:
+            return records
+        assert time.monotonic() < deadline, f"{path} holds no exit record after {within_s} s: {kinds}"
+        time.sleep(0.5)
 
 
 @pytest.mark.slow
@@ -335,7 +351,7 @@ def test_a_follow_logs_each_series_to_its_wandb_run_offline_and_not_twice_after_
 
     logged = {}
     for path in sorted((tmp_path / "wandb-files/wandb").glob("offline-run-*/run-*.wandb")):
-        records = wandb_records(path)
+        records = finished_wandb_records(path)
         run = next(record.run for record in records if record.WhichOneof("record_type") == "run")
         assert run.project == "clipeval-test" and run.display_name == f"exp/{run.run_id.removeprefix('exp-')}"
         for record in records:
