@@ -695,8 +695,10 @@ def test_the_stage_table_names_each_rule_files_subcommands():
     run = {}
     for rule_file in sorted((REPO / "workflow/rules").glob("*.smk")):
         commands = set(re.findall(r'"python -m clipeval ([a-z-]+)', rule_file.read_text()))
-        if '"python -m clipeval {params.command:q}' in rule_file.read_text():
+        if "command=task.score_command," in rule_file.read_text():
             commands |= {task.score_command for task in TASKS.values()}
+        if "command=job.command," in rule_file.read_text():
+            commands |= {job.command for task in TASKS.values() for job in task.report_jobs}
         if commands:
             run[rule_file.stem] = commands
             assert set(re.findall(r'"logs/([a-z]+)/', rule_file.read_text())) == {rule_file.stem}

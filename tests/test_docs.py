@@ -6,6 +6,8 @@ import re
 import pytest
 from conftest import REPO
 
+from clipeval.tasks import TASKS
+
 DOCUMENTS = sorted(
     [REPO / "README.md", REPO / "CHANGELOG.md", REPO / "config/README.md", *(REPO / "docs").glob("*.md")]
 )
@@ -87,6 +89,11 @@ def test_the_stage_graph_names_every_rule():
     # prepare.smk defines one checkpoint per source format in a loop, each named prepare_FORMAT
     assert 'f"prepare_{prepared_format.name}"' in (REPO / "workflow/rules/prepare.smk").read_text()
     rules.add("prepare")
+    # score.smk and report.smk make each task's score and report rules from its record, by the names it gives
+    assert 'f"score_{task.name}"' in (REPO / "workflow/rules/score.smk").read_text()
+    assert "job.rule" in (REPO / "workflow/rules/report.smk").read_text()
+    rules |= {f"score_{task.name}" for task in TASKS.values()}
+    rules |= {job.rule for task in TASKS.values() for job in task.report_jobs}
     assert len(rules) > 20 and rules - stage_graph_names((REPO / "docs/ARCHITECTURE.md").read_text()) == set()
 
 

@@ -28,6 +28,7 @@ from clipeval.planning.content_digests import file_digest, folder_digest
 from clipeval.planning.fingerprints import code_fingerprint
 from clipeval.planning.plan import ConfigError, Plan, fill_metric_defaults
 from clipeval.planning.series import expand_checkpoint_series
+from clipeval.tasks import TASKS
 
 DEFAULTS = {
     "numerics": "portable",
@@ -300,7 +301,10 @@ def test_paths_and_options():
     assert plan_of(lambda c: c.update(compare={"baseline": "b32"})).comparison_options("coco") == (
         ["--names", "tiny", "b32", "--baseline", "b32"]
     )
-    assert plan.gallery_options() == ["--failures", "8", "--shown", "5", "--thumbnail", "96"]
+    retrieval_gallery, choice_gallery = TASKS["retrieval"].report_jobs[1], TASKS["compositionality"].report_jobs[0]
+    assert plan.report_options(retrieval_gallery) == ["--failures", "8", "--shown", "5", "--thumbnail", "96"]
+    assert plan.report_options(choice_gallery) == ["--failures", "8", "--thumbnail", "96"]
+    assert plan.report_options(TASKS["retrieval"].report_jobs[0]) == []
     assert names_matching(["a.b", "c"]) == r"a\.b|c" and names_matching([]) == "(?!x)x"
 
 

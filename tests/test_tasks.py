@@ -13,9 +13,10 @@ import yaml
 from conftest import REPO
 
 from clipeval.cli import build_parser, command_names
-from clipeval.planning.artifacts import ARTIFACTS, EXPERIMENT_OUTPUTS
+from clipeval.planning.artifacts import EXPERIMENT_OUTPUTS
 from clipeval.planning.config_errors import fill_defaults
 from clipeval.planning.plan import Plan, fill_metric_defaults
+from clipeval.reporting import headlines
 from clipeval.tasks import TASKS, Task
 
 # Dataset tasks that are read, not scored: a model's training set and a probe's train split.
@@ -66,10 +67,38 @@ def test_every_task_is_scored_by_a_command_that_takes_the_files_and_settings_its
         argv = [task.score_command, *(word for name in inputs for word in (f"--{name.replace('_', '-')}", name))]
         args = build_parser(argv).parse_args([*argv, *plan.score_options(dataset), *outputs])
         assert {name: str(getattr(args, name)) for name in inputs} == {name: name for name in inputs}, task.name
-        assert set(task.figures) | set(task.model_figures) <= set(EXPERIMENT_OUTPUTS) | set(ARTIFACTS), task.name
+        assert not task.headline_block or callable(getattr(headlines, task.headline_block)), task.name
         pairing = __import__(task.pairing, fromlist=["stacked_samples"])
         assert callable(pairing.check_pairable) and callable(pairing.stacked_samples), task.name
         assert task.main_metric in {metric.column for metric in task.metrics_of({})}, task.name
+
+
+def test_every_report_job_draws_its_figures_by_a_command_that_takes_the_files_and_options_its_record_names():
+    plan = plan_of_every_task()
+    rules = [job.rule for task in TASKS.values() for job in task.report_jobs]
+    assert len(set(rules)) == len(rules)
+    for task in TASKS.values():
+        dataset = f"shapes-{task.name}"
+        for job in task.report_jobs:
+            assert job.command in command_names(), job.rule
+            for name in [*job.figures, *job.data]:
+                assert name in EXPERIMENT_OUTPUTS, name
+            for name in job.figures:
+                assert (REPO / f"workflow/report/{name}.rst").is_file(), name
+            if job.per_model:
+                files = plan.task_files("tiny-shapes", dataset, job.inputs)
+                assert all(path.startswith("results/") for path in files.values()), job.rule
+                arguments = [*(word for name in files for word in (f"--{name.replace('_', '-')}", name))]
+                arguments += ["--title", "t", *plan.report_options(job)]
+            else:
+                assert job.entries in ("scores", "ranks") and not job.inputs, job.rule
+                # the arguments file of --entry MODEL FILE (cli.py reads it in before parsing)
+                files, arguments = {}, ["--dataset", dataset, "--entry", "tiny-shapes", "e.json"]
+            figures = [word for name, (option, _) in job.figures.items() for word in (option, f"{name}.png")]
+            args = build_parser([job.command]).parse_args([job.command, *arguments, *figures])
+            assert {name: str(getattr(args, name)) for name in files} == {name: name for name in files}, job.rule
+            given = {str(value) for value in vars(args).values()}
+            assert {f"{name}.png" for name in job.figures} <= given, job.rule
 
 
 def test_the_tasks_come_in_the_order_of_their_sections():

@@ -266,9 +266,8 @@ def score_inputs(wildcards):
 
 
 def score_arguments(wildcards, input):
-    """--INPUT FILE for each of the score job's files (its underscores as dashes), then its task's options."""
-    files = [word for name, path in input.items() for word in (f"--{name.replace('_', '-')}", path)]
-    return [*files, *PLAN.score_options(wildcards.dataset)]
+    """--INPUT FILE for each of the score job's files, then its task's options."""
+    return [*task_file_options(input), *PLAN.score_options(wildcards.dataset)]
 
 
 # --- classify (classify.smk)
@@ -385,60 +384,60 @@ def report_table_arguments(wildcards):
 # --- report (report.smk)
 
 
-def dataset_ranks(wildcards):
-    return [PLAN.score_file(model, wildcards.dataset, "ranks") for model in PLAN.models_on(wildcards.dataset)]
+def task_file_options(files):
+    """--INPUT FILE for each of a job's files (its underscores as dashes)."""
+    return [word for name, path in files.items() for word in (f"--{name.replace('_', '-')}", path)]
 
 
-def dataset_scores(wildcards):
-    return [PLAN.score_file(model, wildcards.dataset) for model in PLAN.models_on(wildcards.dataset)]
-
-
-def dataset_plot_arguments(wildcards, input):
-    """--entry MODEL FILE per model on the dataset, in config order (the models keep their colours), in an
-    arguments file."""
-    models = PLAN.models_on(wildcards.dataset)
-    return written_or_fail(
-        argument_file, [word for model, path in zip(models, input) for word in ("--entry", model, path)]
-    )
-
-
-def gallery_title(wildcards):
-    return f"{wildcards.model} on {wildcards.dataset}"
-
-
-def gallery_options(wildcards):
-    return PLAN.gallery_options()
-
-
-def retrieval_gallery_inputs(wildcards):
-    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
-    return {
-        "images": PLAN.artifact("dataset_images", dataset=wildcards.dataset),
-        "texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset),
-        "image_feats": features["images"],
-        "text_feats": features["texts"],
-        "ranks": PLAN.score_file(wildcards.model, wildcards.dataset, "ranks"),
+def report_inputs(job):
+    """A task's report job's input function: every model's score files or ranks records of the dataset, or the
+    files its record names of one model's results."""
+    if job.per_model:
+        return lambda wildcards: PLAN.task_files(wildcards.model, wildcards.dataset, job.inputs)
+    return lambda wildcards: {
+        "entries": [
+            PLAN.score_file(model, wildcards.dataset, job.entries) for model in PLAN.models_on(wildcards.dataset)
+        ]
     }
 
 
-def compositionality_gallery_inputs(wildcards):
-    return {
-        "images": PLAN.artifact("dataset_images", dataset=wildcards.dataset),
-        "texts": PLAN.artifact("dataset_texts", dataset=wildcards.dataset),
-        "examples": PLAN.artifact("dataset_examples", dataset=wildcards.dataset),
-        "ranks": PLAN.score_file(wildcards.model, wildcards.dataset, "ranks"),
-    }
+def report_arguments(job):
+    """A report job's arguments: over all models, --entry MODEL FILE per model in config order (the models keep
+    their colours) in an arguments file; per model, the gallery's title, options and files."""
+
+    def arguments(wildcards, input):
+        if job.per_model:
+            title = f"{wildcards.model} on {wildcards.dataset}"
+            return ["--title", title, *PLAN.report_options(job), *task_file_options(input)]
+        models = PLAN.models_on(wildcards.dataset)
+        entries = [word for model, path in zip(models, input.entries) for word in ("--entry", model, path)]
+        return ["--dataset", wildcards.dataset, "--arguments-file", written_or_fail(argument_file, entries)]
+
+    return arguments
 
 
-def classification_gallery_inputs(wildcards):
-    features = PLAN.feature_files(wildcards.model, wildcards.dataset)
-    return {
-        "images": PLAN.artifact("dataset_images", dataset=wildcards.dataset),
-        "image_feats": features["images"],
-        "class_feats": features["classes"],
-        "labels": PLAN.artifact("dataset_labels", dataset=wildcards.dataset),
-        "classes": PLAN.artifact("dataset_classes", dataset=wildcards.dataset),
+def report_figure_options(job):
+    """A report job's figures as OPTION FILE, the options its record names."""
+    return lambda wildcards, output: [
+        word for name, (option, _) in job.figures.items() for word in (option, getattr(output, name))
+    ]
+
+
+def report_job_outputs(job):
+    """A report job's outputs: its figures in the report (each captioned by workflow/report/FIGURE.rst, under its
+    dataset, and its model where per model), and the numbers beside them."""
+    subcategory = "{model}" if job.per_model else "all models"
+    figures = {
+        name: report(
+            PLAN.experiment_artifact(name),
+            caption=f"../report/{name}.rst",
+            category="{dataset}",
+            subcategory=subcategory,
+            labels={"figure": label},
+        )
+        for name, (_, label) in job.figures.items()
     }
+    return {**figures, **{name: PLAN.experiment_artifact(name) for name in job.data}}
 
 
 def report_files():

@@ -1,7 +1,8 @@
 # report: what `snakemake --report` gathers into one HTML file, each
 # experiment's own under results/experiments/NAME/report/: the results and
 # provenance tables, each dataset's figures over all models, and each
-# (model, dataset)'s failure gallery. A new model or dataset adds its own
+# (model, dataset)'s failure gallery, by the report jobs each task's record
+# names (workflow/clipeval/tasks/). A new model or dataset adds its own
 # figures; only the per-dataset figures and tables that list it re-run.
 
 
@@ -37,90 +38,30 @@ rule report_tables:
         " --results {output.results:q} --provenance {output.provenance:q} > {log:q} 2>&1"
 
 
-rule plot_retrieval:
-    input:
-        dataset_ranks,
-    output:
-        curves=report(
-            PLAN.experiment_artifact("recall_curves"),
-            caption="../report/recall_curves.rst",
-            category="{dataset}",
-            subcategory="all models",
-            labels={"figure": "recall@K curves"},
-        ),
-        curve_data=PLAN.experiment_artifact("recall_curves_data"),
-        ranks=report(
-            PLAN.experiment_artifact("rank_distribution"),
-            caption="../report/rank_distribution.rst",
-            category="{dataset}",
-            subcategory="all models",
-            labels={"figure": "rank of the first correct item"},
-        ),
-        rank_data=PLAN.experiment_artifact("rank_distribution_data"),
-    log:
-        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/plots.log",
-    wildcard_constraints:
-        dataset=names_matching(PLAN.evaluated_datasets("retrieval")),
-    conda:
-        ENV_FILE
-    params:
-        arguments=dataset_plot_arguments,
-        code=code_fingerprint("plot-dataset"),
-    shell:
-        "python -m clipeval plot-dataset --dataset {wildcards.dataset:q} --arguments-file {params.arguments:q}"
-        " --recall-curves {output.curves:q} --rank-distribution {output.ranks:q} > {log:q} 2>&1"
+for task in TASKS.values():
+    for job in task.report_jobs:
+        folder = "{dataset}/{model}" if job.per_model else "{dataset}"
 
-
-rule plot_classification:
-    input:
-        dataset_scores,
-    output:
-        recall=report(
-            PLAN.experiment_artifact("class_recall"),
-            caption="../report/class_recall.rst",
-            category="{dataset}",
-            subcategory="all models",
-            labels={"figure": "recall per class"},
-        ),
-        recall_data=PLAN.experiment_artifact("class_recall_data"),
-    log:
-        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/plots.log",
-    wildcard_constraints:
-        dataset=names_matching(PLAN.evaluated_datasets("classification")),
-    conda:
-        ENV_FILE
-    params:
-        arguments=dataset_plot_arguments,
-        code=code_fingerprint("plot-dataset"),
-    shell:
-        "python -m clipeval plot-dataset --dataset {wildcards.dataset:q} --arguments-file {params.arguments:q}"
-        " --class-recall {output.recall:q} > {log:q} 2>&1"
-
-
-rule plot_probe:
-    input:
-        dataset_scores,
-    output:
-        figure=report(
-            PLAN.experiment_artifact("probe_plot"),
-            caption="../report/probe.rst",
-            category="{dataset}",
-            subcategory="all models",
-            labels={"figure": "linear probe by shots"},
-        ),
-        data=PLAN.experiment_artifact("probe_plot_data"),
-    log:
-        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/probe.log",
-    wildcard_constraints:
-        dataset=names_matching(PLAN.evaluated_datasets("probe")),
-    conda:
-        ENV_FILE
-    params:
-        arguments=dataset_plot_arguments,
-        code=code_fingerprint("plot-probe"),
-    shell:
-        "python -m clipeval plot-probe --dataset {wildcards.dataset:q} --arguments-file {params.arguments:q}"
-        " --output {output.figure:q} > {log:q} 2>&1"
+        rule:
+            name:
+                job.rule
+            input:
+                unpack(report_inputs(job)),
+            output:
+                **report_job_outputs(job),
+            log:
+                f"logs/report/{PLAN.experiment_name()}/{folder}/{job.log}.log",
+            wildcard_constraints:
+                dataset=names_matching(PLAN.evaluated_datasets(task.name)),
+            conda:
+                ENV_FILE
+            params:
+                command=job.command,
+                arguments=report_arguments(job),
+                figures=report_figure_options(job),
+                code=code_fingerprint(job.command),
+            shell:
+                "python -m clipeval {params.command:q} {params.arguments:q} {params.figures:q} > {log:q} 2>&1"
 
 
 rule plot_comparisons:
@@ -171,108 +112,6 @@ rule plot_series:
     shell:
         "python -m clipeval plot-series --series {wildcards.series:q} --table {input:q} --output {output.figure:q}"
         " --events {output.events:q} > {log:q} 2>&1"
-
-
-rule retrieval_failures:
-    input:
-        unpack(retrieval_gallery_inputs),
-    output:
-        t2i=report(
-            PLAN.experiment_artifact("t2i_failures"),
-            caption="../report/t2i_failures.rst",
-            category="{dataset}",
-            subcategory="{model}",
-            labels={"figure": "worst text → image queries"},
-        ),
-        t2i_shown=PLAN.experiment_artifact("t2i_failures_data"),
-        i2t=report(
-            PLAN.experiment_artifact("i2t_failures"),
-            caption="../report/i2t_failures.rst",
-            category="{dataset}",
-            subcategory="{model}",
-            labels={"figure": "worst image → text queries"},
-        ),
-        i2t_shown=PLAN.experiment_artifact("i2t_failures_data"),
-    log:
-        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/{{model}}/failures.log",
-    wildcard_constraints:
-        dataset=names_matching(PLAN.evaluated_datasets("retrieval")),
-    conda:
-        ENV_FILE
-    params:
-        title=gallery_title,
-        gallery=gallery_options,
-        code=code_fingerprint("retrieval-failures"),
-    shell:
-        "python -m clipeval retrieval-failures --title {params.title:q} {params.gallery:q}"
-        " --images {input.images:q} --image-feats {input.image_feats:q} --texts {input.texts:q}"
-        " --text-feats {input.text_feats:q} --ranks {input.ranks:q}"
-        " --t2i-output {output.t2i} --i2t-output {output.i2t} > {log:q} 2>&1"
-
-
-rule classification_failures:
-    input:
-        unpack(classification_gallery_inputs),
-    output:
-        confusion=report(
-            PLAN.experiment_artifact("confusion"),
-            caption="../report/confusion.rst",
-            category="{dataset}",
-            subcategory="{model}",
-            labels={"figure": "confusion matrix"},
-        ),
-        confusion_data=PLAN.experiment_artifact("confusion_data"),
-        pairs=report(
-            PLAN.experiment_artifact("confused_pairs"),
-            caption="../report/confused_pairs.rst",
-            category="{dataset}",
-            subcategory="{model}",
-            labels={"figure": "most confused classes"},
-        ),
-    log:
-        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/{{model}}/failures.log",
-    wildcard_constraints:
-        dataset=names_matching(PLAN.evaluated_datasets("classification")),
-    conda:
-        ENV_FILE
-    params:
-        title=gallery_title,
-        gallery=gallery_options,
-        code=code_fingerprint("classification-failures"),
-    shell:
-        "python -m clipeval classification-failures --title {params.title:q} {params.gallery:q}"
-        " --images {input.images:q} --image-feats {input.image_feats:q} --class-feats {input.class_feats:q}"
-        " --labels {input.labels:q} --classes {input.classes:q}"
-        " --confusion-output {output.confusion:q} --pairs-output {output.pairs:q} > {log:q} 2>&1"
-
-
-rule compositionality_failures:
-    input:
-        unpack(compositionality_gallery_inputs),
-    output:
-        gallery=report(
-            PLAN.experiment_artifact("choice_failures"),
-            caption="../report/choice_failures.rst",
-            category="{dataset}",
-            subcategory="{model}",
-            labels={"figure": "wrong choices"},
-        ),
-        data=PLAN.experiment_artifact("choice_failures_data"),
-    log:
-        f"logs/report/{PLAN.experiment_name()}/{{dataset}}/{{model}}/choice-failures.log",
-    wildcard_constraints:
-        dataset=names_matching(PLAN.evaluated_datasets("compositionality")),
-    conda:
-        ENV_FILE
-    params:
-        title=gallery_title,
-        failures=config["report"]["failures"],
-        thumbnail=config["report"]["thumbnail_size"],
-        code=code_fingerprint("compositionality-failures"),
-    shell:
-        "python -m clipeval compositionality-failures --title {params.title:q} --images {input.images:q}"
-        " --texts {input.texts:q} --examples {input.examples:q} --ranks {input.ranks:q}"
-        " --failures {params.failures:q} --thumbnail {params.thumbnail:q} --output {output.gallery:q} > {log:q} 2>&1"
 
 
 rule plot_suite:

@@ -344,21 +344,29 @@ class Plan:
     def score_inputs(self, model: str, dataset: str) -> dict[str, str]:
         """{input: path} of a pair's score job: its task's score_inputs, the dataset's and model's metadata, and
         knn's top-k lists where its scores are checked against them."""
-        inputs = {}
-        for name, file in self.task(dataset).score_inputs.items():
-            source = dataset
-            if file.startswith("train_split/"):
-                source, file = self.train_split(dataset), file.removeprefix("train_split/")
-            if file.startswith("features/"):
-                inputs[name] = self.feature_files(model, source)[file.removeprefix("features/")]
-            else:
-                inputs[name] = self.artifact(file, dataset=source)
+        inputs = self.task_files(model, dataset, self.task(dataset).score_inputs)
         inputs["dataset_meta"] = self.artifact("dataset_meta", dataset=dataset)
         inputs["model_meta"] = self.artifact("model_meta", model=model)
         if self.checks_predictions(dataset):
             for direction in ("t2i", "i2t"):
                 inputs[direction] = self.artifact("predictions", model=model, dataset=dataset, direction=direction)
         return inputs
+
+    def task_files(self, model: str, dataset: str, files: dict[str, str]) -> dict[str, str]:
+        """{input: path} of a task record's {input: file} for a model's results on a dataset (tasks/__init__.py:
+        score_inputs names the files)."""
+        paths = {}
+        for name, file in files.items():
+            source = dataset
+            if file.startswith("train_split/"):
+                source, file = self.train_split(dataset), file.removeprefix("train_split/")
+            if file == "ranks":
+                paths[name] = self.score_file(model, source, "ranks")
+            elif file.startswith("features/"):
+                paths[name] = self.feature_files(model, source)[file.removeprefix("features/")]
+            else:
+                paths[name] = self.artifact(file, dataset=source)
+        return paths
 
     def score_options(self, dataset: str) -> list[str]:
         """A dataset's score command's options beyond its files: its task's settings', then the bootstrap's."""
@@ -464,10 +472,9 @@ class Plan:
         baseline = self.config["compare"].get("baseline")
         return ["--names", *self.compared_models()[dataset], *(["--baseline", baseline] if baseline else [])]
 
-    def gallery_options(self) -> list[str]:
-        settings = self.config["report"]
-        flags = {"--failures": "failures", "--shown": "shown", "--thumbnail": "thumbnail_size"}
-        return [word for flag, key in flags.items() for word in (flag, str(settings[key]))]
+    def report_options(self, job) -> list[str]:
+        """A report job's options for the config's report settings (its record's)."""
+        return job.options(self.config["report"]) if job.options else []
 
 
 def _first_with(keys: dict[str, str], key: str, kind: str) -> str:

@@ -34,6 +34,36 @@ class Breakdown:
 
 
 @dataclass(frozen=True)
+class ReportJob:
+    """A report job of a task's datasets (report.smk): the figures of a dataset over all its models, or
+    (`per_model`) of each model's results on it, a failure gallery."""
+
+    rule: str  # its rule's name
+    command: str  # `python -m clipeval COMMAND` that draws them
+    # {figure (an artifact, workflow/clipeval/planning/artifacts.py): (its command's option, its label in the
+    # report)}; its caption is workflow/report/FIGURE.rst.
+    figures: dict
+    data: tuple[str, ...] = ()  # the artifacts its command writes beside its figures: their numbers
+    log: str = "plots"  # its log's name, in the dataset's log folder (the model's where per model)
+    per_model: bool = False
+    # Over all models: which file of each model it reads, as --entry MODEL FILE (`scores` or `ranks`).
+    entries: str = "scores"
+    # Per model: the files it reads, {input: file} as score_inputs names them, `ranks` being the model's ranks
+    # record; each given as --INPUT.
+    inputs: dict = field(default_factory=dict)
+    # Its options for the config's `report` settings.
+    options: Callable[[dict], list[str]] | None = None
+
+
+GALLERY_FLAGS = {"failures": "--failures", "shown": "--shown", "thumbnail_size": "--thumbnail"}
+
+
+def gallery_options(*settings: str) -> Callable[[dict], list[str]]:
+    """A failure gallery's options for these `report` settings."""
+    return lambda report: [word for key in settings for word in (GALLERY_FLAGS[key], str(report[key]))]
+
+
+@dataclass(frozen=True)
 class Task:
     name: str
     # Where its sections come among the tasks' in the summary, the report and the comparisons: lowest first.
@@ -53,14 +83,15 @@ class Task:
     table_for: Callable[[dict], list[Metric]] | None = None
     table_title: str = ""
     breakdowns: tuple[Breakdown, ...] = ()
-    # The report's figures (artifact names, workflow/clipeval/planning/artifacts.py) of each of its datasets,
-    # and of each model on each of them.
-    figures: tuple[str, ...] = ()
-    model_figures: tuple[str, ...] = ()
+    # The report's jobs for each of its datasets (over all models) and for each model on each of them.
+    report_jobs: tuple[ReportJob, ...] = ()
     # Headline metrics in the order they are tried (a multi-label set's mAP before top-1, the text score before
     # the Jaccard score of a set of associations): the first a result has a value of is its headline, the main
     # metric where none has one.
     headline_metrics: tuple[str, ...] = ()
+    # Its part of the summary's headline block, which the README carries: the function of
+    # clipeval/reporting/headlines.py that writes it from its summary rows (none where empty).
+    headline_block: str = ""
     # Metrics a score file nests under these keys (retrieval's directions): `t2i` → `R@5` is column t2i_R@5.
     nested_under: tuple[str, ...] = ()
     # Settings its score files and comparisons carry as data (retrieval's K values), and the summary row's.
@@ -103,6 +134,16 @@ class Task:
         if self.compared_for:
             return self.compared_for(settings, with_rsum)
         return [metric for metric in self.metrics if metric.compared and metric.tabled]
+
+    @property
+    def figures(self) -> list[str]:
+        """The report's figures of each of its datasets, over all models."""
+        return [name for job in self.report_jobs if not job.per_model for name in job.figures]
+
+    @property
+    def model_figures(self) -> list[str]:
+        """The report's figures of each model on each of its datasets."""
+        return [name for job in self.report_jobs if job.per_model for name in job.figures]
 
     @property
     def fitted(self) -> bool:

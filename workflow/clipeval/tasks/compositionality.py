@@ -1,7 +1,7 @@
 """Compositionality: each example's images choose among its captions (clipeval.compositionality)."""
 
 from clipeval.metric_catalog import ASSOCIATION_METRIC, COMPOSITIONALITY_METRICS
-from clipeval.tasks import Breakdown, Task
+from clipeval.tasks import Breakdown, ReportJob, Task, gallery_options
 
 TASK = Task(
     name="compositionality",
@@ -18,7 +18,23 @@ TASK = Task(
     record_keys=("groups", "example_ids", "group_of", "outcomes", "choices"),
     captioned=True,
     precomputed_features="texts",
-    model_figures=("choice_failures",),
+    report_jobs=(
+        ReportJob(
+            "compositionality_failures",
+            "compositionality-failures",
+            {"choice_failures": ("--output", "wrong choices")},
+            data=("choice_failures_data",),
+            log="choice-failures",
+            per_model=True,
+            inputs={
+                "images": "dataset_images",
+                "texts": "dataset_texts",
+                "examples": "dataset_examples",
+                "ranks": "ranks",
+            },
+            options=gallery_options("failures", "thumbnail_size"),
+        ),
+    ),
     score_command="score-compositionality",
     score_inputs={"examples": "dataset_examples", "image_feats": "features/images", "text_feats": "features/texts"},
     pairing="clipeval.compositionality.pairing",

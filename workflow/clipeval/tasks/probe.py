@@ -1,7 +1,7 @@
 """The linear probe: a classifier fitted on a train split's frozen image features (clipeval.probe)."""
 
 from clipeval.metric_catalog import PROBE_METRICS, PROBE_SHOT_METRICS
-from clipeval.tasks import Breakdown, Task
+from clipeval.tasks import Breakdown, ReportJob, Task
 
 
 def _scored_with(config: dict, entry: dict) -> dict:
@@ -35,7 +35,15 @@ TASK = Task(
     record_keys=("num_classes", "image_ids", "labels", "shots", "seeds", "predictions"),
     fitted_on=("classification", "probe_train"),  # a probe_train dataset is extracted for a probe alone
     precomputed_features="images",
-    figures=("probe_plot",),
+    report_jobs=(
+        ReportJob(
+            "plot_probe",
+            "plot-probe",
+            {"probe_plot": ("--output", "linear probe by shots")},
+            data=("probe_plot_data",),
+            log="probe",
+        ),
+    ),
     score_command="score-probe",
     score_inputs={
         "train_feats": "train_split/features/images",

@@ -10,7 +10,7 @@ from clipeval.metric_catalog import (
     recall_key,
     retrieval_metrics,
 )
-from clipeval.tasks import Task
+from clipeval.tasks import ReportJob, Task, gallery_options
 
 
 def _metrics(settings: dict) -> list[Metric]:
@@ -77,8 +77,38 @@ TASK = Task(
     record_keys=("protocol", "folds", "recall_at", "ranking_at", "t2i", "i2t"),
     captioned=True,
     precomputed_features="texts",
-    figures=("recall_curves", "rank_distribution"),
-    model_figures=("t2i_failures", "i2t_failures"),
+    headline_block="retrieval_headline",
+    report_jobs=(
+        ReportJob(
+            "plot_retrieval",
+            "plot-dataset",
+            {
+                "recall_curves": ("--recall-curves", "recall@K curves"),
+                "rank_distribution": ("--rank-distribution", "rank of the first correct item"),
+            },
+            data=("recall_curves_data", "rank_distribution_data"),
+            entries="ranks",
+        ),
+        ReportJob(
+            "retrieval_failures",
+            "retrieval-failures",
+            {
+                "t2i_failures": ("--t2i-output", "worst text → image queries"),
+                "i2t_failures": ("--i2t-output", "worst image → text queries"),
+            },
+            data=("t2i_failures_data", "i2t_failures_data"),
+            log="failures",
+            per_model=True,
+            inputs={
+                "images": "dataset_images",
+                "image_feats": "features/images",
+                "texts": "dataset_texts",
+                "text_feats": "features/texts",
+                "ranks": "ranks",
+            },
+            options=gallery_options("failures", "shown", "thumbnail_size"),
+        ),
+    ),
     score_command="score-retrieval",
     score_inputs={"texts": "dataset_texts", "image_feats": "features/images", "text_feats": "features/texts"},
     scored_with=_scored_with,
