@@ -402,18 +402,23 @@ def report_inputs(job):
 
 
 def report_arguments(job):
-    """A report job's arguments: over all models, --entry MODEL FILE per model in config order (the models keep
-    their colours) in an arguments file; per model, the gallery's title, options and files."""
+    """A report job's files: over all models, --entry MODEL FILE per model in config order (the models keep
+    their colours) in an arguments file; per model, the gallery's title and files."""
 
     def arguments(wildcards, input):
         if job.per_model:
-            title = f"{wildcards.model} on {wildcards.dataset}"
-            return ["--title", title, *PLAN.report_options(job), *task_file_options(input)]
+            return ["--title", f"{wildcards.model} on {wildcards.dataset}", *task_file_options(input)]
         models = PLAN.models_on(wildcards.dataset)
         entries = [word for model, path in zip(models, input.entries) for word in ("--entry", model, path)]
         return ["--dataset", wildcards.dataset, "--arguments-file", written_or_fail(argument_file, entries)]
 
     return arguments
+
+
+def report_options(job):
+    """A report job's options for the config's report settings: a param of its own, not derived from its input,
+    so that Snakemake re-runs the job when they change."""
+    return lambda wildcards: PLAN.report_options(job)
 
 
 def report_figure_options(job):

@@ -58,10 +58,14 @@ for task in TASKS.values():
             params:
                 command=job.command,
                 arguments=report_arguments(job),
+                options=report_options(job),
                 figures=report_figure_options(job),
                 code=code_fingerprint(job.command),
             shell:
-                "python -m clipeval {params.command:q} {params.arguments:q} {params.figures:q} > {log:q} 2>&1"
+                (
+                    "python -m clipeval {params.command:q} {params.arguments:q} {params.options:q}"
+                    " {params.figures:q} > {log:q} 2>&1"
+                )
 
 
 rule plot_comparisons:
