@@ -265,6 +265,11 @@ def score_inputs(wildcards):
     return PLAN.score_inputs(wildcards.model, wildcards.dataset)
 
 
+def task_file_options(files):
+    """--INPUT FILE for each of a job's files (its underscores as dashes)."""
+    return [word for name, path in files.items() for word in (f"--{name.replace('_', '-')}", path)]
+
+
 def score_arguments(wildcards, input):
     """--INPUT FILE for each of the score job's files, then its task's options."""
     return [*task_file_options(input), *PLAN.score_options(wildcards.dataset)]
@@ -382,11 +387,6 @@ def report_table_arguments(wildcards):
 
 
 # --- report (report.smk)
-
-
-def task_file_options(files):
-    """--INPUT FILE for each of a job's files (its underscores as dashes)."""
-    return [word for name, path in files.items() for word in (f"--{name.replace('_', '-')}", path)]
 
 
 def report_inputs(job):

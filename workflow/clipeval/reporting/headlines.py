@@ -1,5 +1,5 @@
 """Each task's part of the summary's headline block (summary.md, which the README carries verbatim): the
-function its record names (`headline`), given the task's summary rows."""
+function its record names (`headline_block`), given the task's summary rows."""
 
 from clipeval.metric_catalog import CLASSIFICATION_METRICS, DEFAULT_RECALL_AT, DIRECTIONS, has_rsum, recall_key
 from clipeval.reporting.markdown_cells import cell, number

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from clipeval.metric_catalog import (
     COMPOSITIONALITY_METRICS,
-    DEFAULT_RECALL_AT,
     PROBE_SHOT_METRICS,
 )
 from clipeval.published.check import published_average, published_markdown, published_rows
@@ -126,12 +125,6 @@ def by_group_rows(model: str, dataset: str, metrics: dict) -> list[dict]:
         for field, groups in metrics.get("by_group", {}).items()
         for group, values in groups.items()
     ]
-
-
-def row_recall_ks(rows: list[dict]) -> list[int]:
-    """Every K of the rows' R@K metrics; the default K values where no row has one (classification alone)."""
-    ks = _row_ks(rows, "recall_at")
-    return sorted(ks) if ks else list(DEFAULT_RECALL_AT)
 
 
 def metric_columns(rows: list[dict]) -> list[str]:
