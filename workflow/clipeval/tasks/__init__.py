@@ -3,12 +3,13 @@
 A record says what the rest of clipeval needs to know of a task without
 branching on its name: its metrics and headline metric, the settings its
 score files carry as data, the keys of its ranks records, what its datasets
-need, the command that scores it, and the module that pairs two models'
-records of it (`pairing`, with `check_pairable` and `stacked_samples`; it
-lives with the task's code, a layer above this one, and comparison.py imports
-it by name). A new task is a module here, its package's code and command, its
-rules, and its entries in config/schema.yaml (docs/ARCHITECTURE.md, "Adding a
-task").
+need, the command that scores it, the report jobs that draw its figures,
+and the module that pairs two models' records of it (`pairing`, with
+`check_pairable` and `stacked_samples`; it lives with the task's code, a
+layer above this one, and comparison.py imports it by name). score.smk and
+report.smk make its rules from the record. A new task is a module here, its
+package's code and commands, its figures' captions, and its entries in
+config/schema.yaml (docs/ARCHITECTURE.md, "Adding a task").
 
 Standard library and the metric catalogue only: Snakemake reads the records while it plans.
 """
